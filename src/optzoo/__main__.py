@@ -1,0 +1,3 @@
+from optzoo.cli import app
+
+app()

@@ -1,0 +1,141 @@
+"""The ``optzoo`` command: list, show, reproduce, and one command per solver users run
+directly (``optzoo dks``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True,
+    help="optzoo: ICML 2026 optimization methods, each checked against its paper's claim.",
+)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+@app.command("list")
+def list_papers() -> None:
+    """Print the table of the 19 papers (slug, fidelity, status)."""
+    from rich.table import Table
+
+    from optzoo.papers import PAPERS
+
+    table = Table(title="optzoo papers (ICML 2026)")
+    for col in ("#", "slug", "title", "fidelity", "status"):
+        table.add_column(col, overflow="fold")
+    for p in PAPERS:
+        status = "[green]implemented[/green]" if p.implemented else "[dim]not yet[/dim]"
+        table.add_row(str(p.number), p.slug, p.title, p.fidelity, status)
+    _console().print(table)
+
+
+@app.command()
+def show(
+    slug: Annotated[str, typer.Argument(help="paper slug, e.g. dks")],
+    out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
+) -> None:
+    """Show a paper: fidelity, claims, and the latest results found in OUT."""
+    import importlib
+
+    from optzoo.papers import get_paper
+    from optzoo.repro.pipeline import collect_results, judge_paper
+    from optzoo.repro.report import console_table
+
+    console = _console()
+    try:
+        paper = get_paper(slug)
+    except KeyError as exc:
+        console.print(f"[red]{exc.args[0]}[/red]")
+        raise typer.Exit(2) from None
+    console.print(f"[bold]{paper.number:02d} {paper.slug}[/bold]: {paper.title} ({paper.venue})")
+    console.print(f"arXiv: {paper.arxiv or '-'}   official code: {paper.official_code or '-'}")
+    console.print(f"fidelity: {paper.fidelity}" + (f" ({paper.fidelity_note})" if paper.fidelity_note else ""))
+    console.print(f"headline: {paper.headline}")
+    if not paper.implemented:
+        console.print("[yellow]status: not implemented yet[/yellow]")
+        return
+    console.print(f"API: {', '.join(paper.api)}   docs: docs/papers/{slug}.md")
+    mod = importlib.import_module(paper.repro_module)
+    for c in mod.CLAIMS:
+        console.print(f"  - [bold]{c.id}[/bold]: {c.statement} [dim]({c.direction})[/dim]")
+    records, scale = collect_results(out, slug)
+    if not records:
+        console.print(f"no results in {out / slug}; run `optzoo reproduce {slug}`")
+        return
+    run = judge_paper(slug, paper.repro_module, scale, records, {}, out, make_figures=False)
+    console.print(f"latest results in {out / slug}: scale {scale}, seeds {run.seeds}")
+    console_table([run], console)
+
+
+@app.command()
+def reproduce(
+    slugs: Annotated[Optional[list[str]], typer.Argument(help="papers to run (default: all implemented)")] = None,
+    scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
+    seeds: Annotated[int, typer.Option(min=1, help="number of seeds")] = 3,
+    seed_start: Annotated[int, typer.Option(min=0, help="first seed: runs seeds S..S+N-1")] = 0,
+    jobs: Annotated[int, typer.Option(min=1, help="units run in parallel")] = 2,
+    backend: Annotated[str, typer.Option(help="local | ray")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
+    out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
+    resume: Annotated[bool, typer.Option(help="skip units already finished in OUT")] = False,
+    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md")] = False,
+) -> None:
+    """Run papers' reproductions, one process per (paper, seed), and write the report."""
+    from optzoo.papers import get_paper, implemented_papers
+    from optzoo.repro.pipeline import SCALE_NAMES
+    from optzoo.repro.pipeline import reproduce as run
+
+    console = _console()
+    if scale not in SCALE_NAMES:
+        raise typer.BadParameter(f"must be one of {', '.join(SCALE_NAMES)}. Got {scale!r}.", param_hint="--scale")
+    if backend not in ("local", "ray"):
+        raise typer.BadParameter(f"must be 'local' or 'ray'. Got {backend!r}.", param_hint="--backend")
+    if not slugs:
+        slugs = [p.slug for p in implemented_papers()]
+    for slug in slugs:
+        try:
+            paper = get_paper(slug)
+        except KeyError as exc:
+            raise typer.BadParameter(exc.args[0], param_hint="SLUGS") from None
+        if not paper.implemented:
+            raise typer.BadParameter(f"paper {slug!r} is not implemented yet (see `optzoo list`).",
+                                     param_hint="SLUGS")
+    if not slugs:
+        console.print("no implemented papers to run")
+        raise typer.Exit(1)
+    code = run(slugs, scale=scale, seeds=seeds, seed_start=seed_start, jobs=jobs, backend=backend,
+               out=out, resume=resume, write_docs=write_docs, ray_address=ray_address,
+               console=console)
+    raise typer.Exit(code)
+
+
+@app.command()
+def dks(
+    graph: Annotated[str, typer.Argument(help="edge list (.txt/.gz), .mtx or .csv file")],
+    k: Annotated[int, typer.Option("-k", "--k", help="subgraph size")],
+    method: Annotated[str, typer.Option(help="se-fw | fw | adamw | peel | tpm | eigen | mip")] = "se-fw",
+    lam: Annotated[float, typer.Option(help="diagonal loading lambda")] = 1.0,
+    max_iter: Annotated[int, typer.Option(help="iteration budget")] = 200,
+    seed: Annotated[int, typer.Option(help="seed (eigsh start vector, restarts)")] = 0,
+    json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Densest k-subgraph of GRAPH: prints the nodes, edge count and density."""
+    from optzoo.dks.cli import dks_command
+
+    raise typer.Exit(dks_command(graph, k, method=method, lam=lam, as_json=json,
+                                 max_iter=max_iter, seed=seed))
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,132 @@
+"""THE table of papers: one literal row per paper. No auto-registration.
+
+``implemented`` is True only when the package, its tests, its docs page and its
+reproduction exist; rows of papers not yet implemented say so and list no API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PAPERS", "Paper", "get_paper", "implemented_papers"]
+
+FIDELITIES = ("official-code", "paper", "reconstructed")
+
+
+@dataclass(frozen=True)
+class Paper:
+    number: int
+    slug: str
+    title: str
+    venue: str
+    arxiv: str | None
+    official_code: str | None
+    fidelity: str  # one of FIDELITIES, optionally refined in `fidelity_note`
+    fidelity_note: str
+    kind: str
+    headline: str  # the headline claim, in our words
+    api: tuple[str, ...] = ()
+    implemented: bool = False
+
+    @property
+    def module(self) -> str:
+        return f"optzoo.{self.slug}"
+
+    @property
+    def repro_module(self) -> str:
+        return f"optzoo.{self.slug}.repro"
+
+
+PAPERS: tuple[Paper, ...] = (
+    Paper(1, "copro", "CoPro: constrained projection policy optimization for Pareto-front improvement",
+          "ICML 2026", None, None, "reconstructed", "only the abstract is public",
+          "RL / alignment trainer",
+          "Projected policy updates improve every objective's Pareto front at once."),
+    Paper(2, "ipgrm", "IP-GRM: independent-principle generative reward model (Unbiased Principles, Robust Rewards)",
+          "ICML 2026", "2602.10019", "ShadeCloak/IP-GRM", "official-code", "",
+          "reward model pipeline",
+          "Principles generated from the question alone remove principle drift, and a principle cache makes it cheaper than coupled GRMs."),
+    Paper(3, "dks", "On densest k-subgraph mining and diagonal loading: optimization landscape and finite-step exact convergence",
+          "ICML 2026", "2410.07388", "luqh357/DkS-Diagonal-Loading (AAAI predecessor)", "reconstructed",
+          "paper for the relaxation and Frank-Wolfe (predecessor's code); reconstructed for the saddle-escape rule",
+          "graph solver",
+          "The diagonally loaded relaxation is tight for lambda >= 1 and saddle-escaping Frank-Wolfe reaches an integral local maximiser in finitely many steps.",
+          ),
+    Paper(4, "comparison", "Finding stationary points by comparisons (classical and quantum oracle)",
+          "ICML 2026", "2606.27082", None, "reconstructed", "only the abstract is public",
+          "derivative-free optimizer",
+          "Comparison oracles suffice to find epsilon-stationary points with dimension-dependent query bounds."),
+    Paper(5, "zo_sgd", "Learning dynamics of zeroth-order optimization: a kernel (eNTK) perspective",
+          "ICML 2026", "2605.03373", None, "reconstructed", "analysis reconstructed from the abstract",
+          "optimizer + analysis",
+          "Zeroth-order SGD follows the dynamics of an empirical NTK scaled by the probe distribution."),
+    Paper(6, "talda", "TALDA: from Lyapunov analysis to algorithm design for two-sided PL minimax problems",
+          "ICML 2026", None, None, "reconstructed", "only the abstract is public (TALDA-R is our reconstruction)",
+          "minimax optimizer",
+          "A single-loop method that enforces descent of a Lyapunov function converges linearly on two-sided PL problems."),
+    Paper(7, "dpc4", "DP-C4: eliminating solution bias in differentially private optimization",
+          "ICML 2026", None, None, "reconstructed", "update rule reconstructed; privacy accounting exact",
+          "private optimizer + accountant",
+          "Coupled clipping with error feedback removes the fixed-point bias of clipped DP-SGD at equal privacy."),
+    Paper(8, "context_tuning", "Context Tuning for in-context optimization (CT-Prompt, CT-KV)",
+          "ICML 2026", "2507.04221", "agentic-learning-ai-lab/context-tuning", "official-code",
+          "official code for CT-KV; CT-Prompt from the paper",
+          "LM adaptation",
+          "Initialising trainable context from the demonstrations beats ICL and prompt/prefix tuning."),
+    Paper(9, "momentum_tracking", "Provable suboptimality of momentum SGD in nonstationary optimization",
+          "ICML 2026", "2601.12238", None, "paper", "paper claims with exact quadratic theory of our own",
+          "analysis + simulator",
+          "Under drift, momentum amplifies tracking error and plain SGD is better tuned."),
+    Paper(10, "safe_kl", "Improved stochastic optimization of LogSumExp (Safe KL)",
+          "ICML 2026", "2509.24894", "egorgladin/logsumexp-approx", "official-code", "",
+          "loss / DRO / OT",
+          "A KL-regularised LogSumExp surrogate with a scalar auxiliary variable removes minibatch bias stably."),
+    Paper(11, "dfl", "A solver-free training method for predict-then-optimize",
+          "ICML 2026", "2606.19587", None, "reconstructed", "only the abstract is public",
+          "decision-focused loss",
+          "Decision-focused learning without calling the solver in training matches solver-based losses."),
+    Paper(12, "rpo", "Reparameterization Proximal Policy Optimization",
+          "ICML 2026", "2508.06214", None, "paper", "partly from the paper",
+          "RL with differentiable dynamics",
+          "A PPO-style clipped surrogate over reparameterised gradients stabilises and speeds up RP policy learning."),
+    Paper(13, "stackelberg", "Rethinking neural-network learning rates: a Stackelberg perspective",
+          "ICML 2026", "2605.15530", None, "reconstructed", "only the abstract is public",
+          "optimizer / training recipe",
+          "Treating layers as leader and follower yields per-layer learning rates that train faster."),
+    Paper(14, "salaad", "SALAAD: sparse and low-rank adaptation via ADMM",
+          "ICML 2026", "2602.00942", "HaoMAFRLu/salaad (CC BY-NC: never copied)", "official-code", "",
+          "training-time compression",
+          "ADMM splitting into sparse plus low-rank parts compresses models during training at small loss."),
+    Paper(15, "reward_calibration", "Disentangled preference optimization: incentive-score decomposition and reward calibration",
+          "ICML 2026", "2604.18239", "IceyWuu/DisentangledPreferenceOptimization", "official-code", "",
+          "preference-loss wrapper",
+          "Reward calibration keeps the chosen likelihood while lowering the rejected one."),
+    Paper(16, "mo_bandit", "Divide & Learn: multi-objective combinatorial optimization at scale",
+          "ICML 2026", "2602.11346", "esha-singh/Divide-and-Learn", "official-code", "",
+          "combinatorial optimizer",
+          "Position-wise bandits reach most of the hypervolume of specialised solvers with few evaluations."),
+    Paper(17, "dynamic_gs", "Update mixture for explicit dynamic Gaussian splatting",
+          "ICML 2026", None, None, "reconstructed", "only the abstract is public",
+          "optimizer for splatting",
+          "Mixing update rules per Gaussian improves dynamic splatting quality and speed."),
+    Paper(18, "coarsening", "Incremental coarsening of discrete-time dynamic graphs",
+          "ICML 2026", None, "abhigupta23/Dynamic-Graph-Coarsening", "official-code", "objectives from official code",
+          "graph algorithm",
+          "Incremental updates keep a coarsened graph in step with the stream at a fraction of the cost."),
+    Paper(19, "markov_zo", "Zero-order methods under Markovian noise with randomized batching",
+          "ICML 2026", "2601.01160", None, "paper", "partly from the paper",
+          "derivative-free optimizer",
+          "With randomized batching, zero-order convergence does not depend on the mixing time when it is below the dimension."),
+)
+
+
+def get_paper(slug: str) -> Paper:
+    for p in PAPERS:
+        if p.slug == slug:
+            return p
+    known = ", ".join(p.slug for p in PAPERS)
+    raise KeyError(f"Unknown paper slug {slug!r}. Known slugs: {known}.")
+
+
+def implemented_papers() -> list[Paper]:
+    return [p for p in PAPERS if p.implemented]

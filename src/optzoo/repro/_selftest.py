@@ -1,0 +1,64 @@
+"""A tiny synthetic "paper" that exercises the harness in tests (not listed in papers.py).
+
+Claim: the mean of N(0.5, 1) draws is positive. Scale ``crash`` makes seed 1 raise, to test
+that a crashing unit is reported without stopping the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from optzoo._core.rng import np_rng
+from optzoo._core.stats import bootstrap_ci, verdict_from_interval
+from optzoo.repro.claim import Claim, Verdict
+
+CLAIMS = [Claim("positive_mean", "The sample mean is positive.", "mean of draws", "CI of mean > 0")]
+
+
+@dataclass(frozen=True)
+class Config:
+    n: int
+    steps: int = 3
+    crash_seed: int | None = None
+
+
+SCALES = {
+    "smoke": Config(n=200),
+    "quick": Config(n=2000),
+    "full": Config(n=20000),
+    "crash": Config(n=200, crash_seed=1),
+}
+
+
+def run(config: Config, seed: int, progress) -> dict:
+    if seed == config.crash_seed:
+        raise RuntimeError(f"deliberate crash for seed {seed}")
+    rng = np_rng(seed, "selftest")
+    progress.start(config.steps, "drawing")
+    means = []
+    for _ in range(config.steps):
+        means.append(float(rng.normal(0.5, 1.0, size=config.n).mean()))
+        progress.advance()
+    return {"mean": sum(means) / len(means), "means": means}
+
+
+def judge(per_seed: list[dict]) -> list[Verdict]:
+    ci = bootstrap_ci([r["mean"] for r in per_seed])
+    return [Verdict("positive_mean", verdict_from_interval(ci), f"mean {ci}", ci.to_dict())]
+
+
+def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([r["mean"] for r in per_seed], "o")
+    ax.set_xlabel("seed index")
+    ax.set_ylabel("mean")
+    path = Path(outdir) / "means.png"
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return [path]

@@ -1,0 +1,164 @@
+"""``optzoo reproduce`` end to end: units -> per-paper verdicts and figures -> reports."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from optzoo.repro.claim import PaperRun, Verdict
+from optzoo.repro.runner import Unit, UnitOutcome, error_path, load_unit, run_units, unit_path
+
+__all__ = ["SCALE_NAMES", "judge_paper", "reproduce", "collect_results"]
+
+SCALE_NAMES = ("smoke", "quick", "full")
+
+
+def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]],
+                errors: dict[int, str], out: Path, make_figures: bool = True) -> PaperRun:
+    """Judge the finished records of one paper and draw its figures (never raises)."""
+    from optzoo._core.io import atomic_write_json
+
+    records = sorted(records, key=lambda r: r["seed"])
+    per_seed = [r["metrics"] for r in records]
+    run = PaperRun(slug=slug, scale=scale, seeds=[r["seed"] for r in records], per_seed=per_seed,
+                   verdicts=[], errors=dict(errors),
+                   wall_time=sum(float(r.get("wall_time", 0.0)) for r in records))
+    if not per_seed:
+        return run
+    try:
+        mod = importlib.import_module(module)
+        verdicts = list(mod.judge(per_seed))
+        for v in verdicts:
+            if not isinstance(v, Verdict):
+                raise TypeError(f"judge() of {slug} returned {type(v).__name__}, not Verdict")
+        run.verdicts = verdicts
+        if make_figures:
+            figdir = Path(out) / slug / "figures"
+            figdir.mkdir(parents=True, exist_ok=True)
+            run.figures = [str(p) for p in (mod.figures(per_seed, figdir) or [])]
+    except Exception:
+        run.judge_error = traceback.format_exc()
+    atomic_write_json(Path(out) / slug / "verdicts.json", {
+        "slug": slug, "scale": scale, "seeds": run.seeds,
+        "verdicts": [v.to_dict() for v in run.verdicts], "judge_error": run.judge_error,
+    })
+    return run
+
+
+def collect_results(out: Path, slug: str, scale: str | None = None) -> tuple[list[dict], str | None]:
+    """All finished records of ``slug`` in ``out`` (at ``scale``, or the most common one)."""
+    from optzoo._core.io import read_json
+
+    folder = Path(out) / slug
+    records = []
+    for p in sorted(folder.glob("seed-*.json")):
+        if p.name.endswith(".error.json"):
+            continue
+        try:
+            rec = read_json(p)
+        except (OSError, ValueError):
+            continue
+        if rec.get("status") == "ok":
+            records.append(rec)
+    if scale is None and records:
+        scales = [r["scale"] for r in records]
+        scale = max(set(scales), key=scales.count)
+    return [r for r in records if r["scale"] == scale], scale
+
+
+def reproduce(
+    slugs: list[str],
+    *,
+    scale: str = "quick",
+    seeds: int = 3,
+    seed_start: int = 0,
+    jobs: int = 2,
+    backend: str = "local",
+    out: Path = Path("results"),
+    resume: bool = False,
+    write_docs: bool = False,
+    docs_dir: Path = Path("docs"),
+    ray_address: str | None = None,
+    console=None,
+    modules: dict[str, str] | None = None,
+) -> int:
+    """Run every (paper, seed) unit, judge, draw, write the reports. Returns the exit code:
+    0 if every unit and every judge ran, 1 otherwise, 130 if interrupted."""
+    from rich.console import Console
+
+    from optzoo._core.io import environment_manifest
+    from optzoo.papers import get_paper
+    from optzoo.repro import report
+
+    console = console or Console()
+    out = Path(out)
+    modules = dict(modules or {})
+    for slug in slugs:
+        if slug not in modules:
+            modules[slug] = get_paper(slug).repro_module
+    seed_list = list(range(seed_start, seed_start + seeds))
+    units = [Unit(slug, modules[slug], s) for slug in slugs for s in seed_list]
+    t0 = time.time()
+
+    def announce(o: UnitOutcome) -> None:
+        rec = o.record
+        if o.ok:
+            console.log(f"{o.unit.slug} seed {o.unit.seed}: done in {rec.get('wall_time', 0):.1f} s "
+                        f"-> {unit_path(out, o.unit.slug, o.unit.seed)}")
+        else:
+            last = (rec.get("traceback") or "").strip().splitlines()[-1:] or ["?"]
+            console.log(f"[red]{o.unit.slug} seed {o.unit.seed}: crashed[/red] ({last[0]})")
+
+    interrupted = False
+    try:
+        outcomes = run_units(units, scale=scale, out=out, jobs=jobs, backend=backend,
+                             resume=resume, ray_address=ray_address, console=console,
+                             on_outcome=announce)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("[yellow]Interrupted: finished units are kept in "
+                      f"{out}; run again with --resume to finish the rest.[/yellow]")
+        outcomes = []
+    skipped = sum(o.skipped for o in outcomes)
+    if skipped:
+        console.log(f"--resume: {skipped} finished unit(s) reused")
+
+    runs: list[PaperRun] = []
+    for slug in slugs:
+        records, errors = [], {}
+        for s in seed_list:
+            rec = load_unit(out, slug, s, scale)
+            if rec is not None:
+                records.append(rec)
+            elif error_path(out, slug, s).exists():
+                from optzoo._core.io import read_json
+
+                errors[s] = read_json(error_path(out, slug, s)).get("traceback", "")
+            elif interrupted:
+                errors[s] = "not run: interrupted"
+        runs.append(judge_paper(slug, modules[slug], scale, records, errors, out))
+
+    meta = {
+        "scale": scale, "seeds": seed_list, "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
+        "environment": environment_manifest(), "elapsed_s": time.time() - t0,
+        "backend": backend, "jobs": jobs,
+        "threads_per_unit": max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(units)))),
+    }
+    report.write_markdown(runs, out / "report.md", meta)
+    report.write_html(runs, out / "report.html", meta)
+    if write_docs:
+        path = report.write_results_doc(runs, docs_dir, meta)
+        console.log(f"wrote {path}")
+    report.console_table(runs, console)
+    console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'} "
+                  f"({time.time() - t0:.0f} s)")
+    if interrupted:
+        return 130
+    failed = any(r.errors or r.judge_error for r in runs)
+    return 1 if failed else 0

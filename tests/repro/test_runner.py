@@ -1,0 +1,87 @@
+"""The harness on a tiny synthetic paper (optzoo.repro._selftest): process per unit, atomic
+results, resume, crash isolation, reports, and the Ray backend giving identical results."""
+
+import json
+import os
+
+import pytest
+from rich.console import Console
+
+from optzoo.repro.pipeline import reproduce
+from optzoo.repro.runner import Unit, run_unit
+
+MOD = "optzoo.repro._selftest"
+
+
+def _run(tmp_path, scale="smoke", seeds=2, **kw):
+    console = Console(file=open(os.devnull, "w"))
+    return reproduce(["selftest"], scale=scale, seeds=seeds, jobs=2, out=tmp_path, console=console,
+                     modules={"selftest": MOD}, **kw)
+
+
+def _metrics(tmp_path, seed):
+    return json.loads((tmp_path / "selftest" / f"seed-{seed}.json").read_text())["metrics"]
+
+
+def test_run_unit_in_process_is_deterministic():
+    a = run_unit(Unit("selftest", MOD, 0), "smoke")
+    b = run_unit(Unit("selftest", MOD, 0), "smoke")
+    assert a["status"] == "ok" and a["metrics"] == b["metrics"]
+    assert a["config"]["n"] == 200 and a["environment"]["packages"]
+
+
+def test_local_pool_writes_units_reports_and_figures(tmp_path):
+    assert _run(tmp_path) == 0
+    for s in (0, 1):
+        assert (tmp_path / "selftest" / f"seed-{s}.json").exists()
+    md = (tmp_path / "report.md").read_text()
+    assert "positive_mean" in md and "reproduced" in md
+    html = (tmp_path / "report.html").read_text()
+    assert "data:image/png;base64," in html  # self-contained
+    verdicts = json.loads((tmp_path / "selftest" / "verdicts.json").read_text())
+    assert verdicts["seeds"] == [0, 1] and verdicts["verdicts"][0]["claim"] == "positive_mean"
+
+
+def test_seed_start_selects_other_seeds(tmp_path):
+    assert _run(tmp_path, seeds=1, seed_start=5) == 0
+    assert [p.name for p in (tmp_path / "selftest").glob("seed-*.json")] == ["seed-5.json"]
+
+
+def test_resume_skips_finished_units(tmp_path):
+    assert _run(tmp_path) == 0
+    path = tmp_path / "selftest" / "seed-0.json"
+    rec = json.loads(path.read_text())
+    rec["metrics"]["marker"] = "kept"
+    path.write_text(json.dumps(rec))
+    assert _run(tmp_path, seeds=3, resume=True) == 0
+    assert _metrics(tmp_path, 0)["marker"] == "kept"  # not recomputed
+    assert (tmp_path / "selftest" / "seed-2.json").exists()
+    # without --resume everything is recomputed
+    assert _run(tmp_path) == 0
+    assert "marker" not in _metrics(tmp_path, 0)
+
+
+def test_resume_ignores_other_scale(tmp_path):
+    assert _run(tmp_path, seeds=1) == 0
+    assert _run(tmp_path, scale="quick", seeds=1, resume=True) == 0
+    assert json.loads((tmp_path / "selftest" / "seed-0.json").read_text())["scale"] == "quick"
+
+
+def test_crashing_unit_is_reported_and_others_finish(tmp_path):
+    assert _run(tmp_path, scale="crash", seeds=3) == 1
+    assert (tmp_path / "selftest" / "seed-0.json").exists()
+    assert (tmp_path / "selftest" / "seed-2.json").exists()
+    err = json.loads((tmp_path / "selftest" / "seed-1.error.json").read_text())
+    assert "deliberate crash for seed 1" in err["traceback"]
+    md = (tmp_path / "report.md").read_text()
+    assert "seed 1 crashed" in md and "deliberate crash" in md
+
+
+def test_ray_backend_matches_local(tmp_path):
+    pytest.importorskip("ray")
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    assert _run(local) == 0
+    assert _run(remote, backend="ray") == 0
+    for s in (0, 1):
+        assert _metrics(local, s) == _metrics(remote, s)
