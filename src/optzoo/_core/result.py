@@ -21,7 +21,8 @@ class Status(str, enum.Enum):
     ``CONVERGED``: the method's own stopping test passed (a stationary point, not a
     global certificate). ``USER_LIMIT``: an iteration or time budget ran out first.
     ``INACCURATE``: a solution with a known, non-zero optimality gap. ``INFEASIBLE``:
-    no feasible point exists. ``NUMERICAL_ERROR``: NaN/inf or a solver failure.
+    no feasible point exists. ``DIVERGED``: the iterates or objective blew up (NaN/inf or
+    growing without bound). ``NUMERICAL_ERROR``: any other numerical or solver failure.
     """
 
     OPTIMAL = "optimal"
@@ -29,6 +30,7 @@ class Status(str, enum.Enum):
     USER_LIMIT = "user_limit"
     INACCURATE = "inaccurate"
     INFEASIBLE = "infeasible"
+    DIVERGED = "diverged"
     NUMERICAL_ERROR = "numerical_error"
 
     def __str__(self) -> str:  # so f-strings and JSON show "converged", not "Status.CONVERGED"
