@@ -85,3 +85,38 @@ def test_ray_backend_matches_local(tmp_path):
     assert _run(remote, backend="ray") == 0
     for s in (0, 1):
         assert _metrics(local, s) == _metrics(remote, s)
+
+
+def test_interrupt_keeps_finished_units(tmp_path):
+    """SIGINT to the driver mid-run: exit 130, finished unit intact, nothing half-written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "drive.py"
+    script.write_text(
+        "import sys\nfrom pathlib import Path\nfrom optzoo.repro.pipeline import reproduce\n"
+        "if __name__ == '__main__':\n"
+        f"    sys.exit(reproduce(['selftest'], scale='slow', seeds=2, jobs=2, out=Path(sys.argv[1]),"
+        f" modules={{'selftest': '{MOD}'}}))\n"
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    done = out / "selftest" / "seed-0.json"
+    deadline = time.time() + 90
+    while not done.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert done.exists(), proc.stderr.read().decode() if proc.poll() is not None else "seed 0 not finished"
+    proc.send_signal(signal.SIGINT)
+    try:
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert rc == 130
+    assert json.loads(done.read_text())["status"] == "ok"
+    assert not (out / "selftest" / "seed-1.json").exists()
+    assert not list((out / "selftest").glob(".*.tmp"))
+    assert "not run: interrupted" in (out / "report.md").read_text()

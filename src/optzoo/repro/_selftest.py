@@ -1,7 +1,8 @@
 """A tiny synthetic "paper" that exercises the harness in tests (not listed in papers.py).
 
 Claim: the mean of N(0.5, 1) draws is positive. Scale ``crash`` makes seed 1 raise, to test
-that a crashing unit is reported without stopping the others.
+that a crashing unit is reported without stopping the others; scale ``slow`` makes seed 1
+sleep, to test that an interrupt keeps finished units.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Config:
     n: int
     steps: int = 3
     crash_seed: int | None = None
+    sleep_seed: int | None = None  # this seed sleeps 120 s (to test interruption)
 
 
 SCALES = {
@@ -28,12 +30,17 @@ SCALES = {
     "quick": Config(n=2000),
     "full": Config(n=20000),
     "crash": Config(n=200, crash_seed=1),
+    "slow": Config(n=200, sleep_seed=1),
 }
 
 
 def run(config: Config, seed: int, progress) -> dict:
     if seed == config.crash_seed:
         raise RuntimeError(f"deliberate crash for seed {seed}")
+    if seed == config.sleep_seed:
+        import time
+
+        time.sleep(120)
     rng = np_rng(seed, "selftest")
     progress.start(config.steps, "drawing")
     means = []
