@@ -4,7 +4,7 @@ directly (``optzoo dks``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -76,13 +76,13 @@ def show(
 
 @app.command()
 def reproduce(
-    slugs: Annotated[Optional[list[str]], typer.Argument(help="papers to run (default: all implemented)")] = None,
+    slugs: Annotated[list[str] | None, typer.Argument(help="papers to run (default: all implemented)")] = None,
     scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
     seeds: Annotated[int, typer.Option(min=1, help="number of seeds")] = 3,
     seed_start: Annotated[int, typer.Option(min=0, help="first seed: runs seeds S..S+N-1")] = 0,
     jobs: Annotated[int, typer.Option(min=1, help="units run in parallel")] = 2,
     backend: Annotated[str, typer.Option(help="local | ray")] = "local",
-    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     resume: Annotated[bool, typer.Option(help="skip units already finished in OUT")] = False,
     write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md")] = False,

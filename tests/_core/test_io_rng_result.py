@@ -55,5 +55,5 @@ def test_result_vocabulary():
     assert r.success and r.density == 0.5 and str(r.status) == "converged"
     assert not Result(x=None, fun=0.0, status=Status.USER_LIMIT).success
     with pytest.raises(AttributeError):
-        r.nonexistent
+        _ = r.nonexistent
     assert r.to_dict()["status"] == "converged"

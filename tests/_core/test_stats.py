@@ -2,8 +2,15 @@ import numpy as np
 import pytest
 
 from optzoo._core.stats import (
-    INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Interval, bootstrap_ci, mean_ci, paired_ci,
-    verdict_all, verdict_from_interval,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Interval,
+    bootstrap_ci,
+    mean_ci,
+    paired_ci,
+    verdict_all,
+    verdict_from_interval,
 )
 
 

@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from optzoo._core.validation import (
-    check_bool, check_choice, check_finite, check_int, check_real, check_type, fail,
+    check_bool,
+    check_choice,
+    check_finite,
+    check_int,
+    check_real,
+    check_type,
+    fail,
 )
 
 

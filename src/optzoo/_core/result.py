@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["Result", "Status"]
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Why a solver stopped.
 
     ``OPTIMAL``: a certified global optimum (e.g. a MIP closed its gap).

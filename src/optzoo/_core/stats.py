@@ -8,8 +8,8 @@ confidence interval of the (paired) effect lies on the claimed side of the thres
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
