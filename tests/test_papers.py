@@ -47,8 +47,7 @@ def test_implemented_paper_is_complete(paper):
 
 @pytest.mark.parametrize("paper", NOT_YET, ids=lambda p: p.slug)
 def test_not_implemented_rows_claim_nothing(paper):
-    assert paper.api == ()
-    assert importlib.util.find_spec(paper.module) is None or not (ROOT / "docs" / "papers" / f"{paper.slug}.md").exists()
+    assert paper.api == (), "a row not implemented lists no API"
 
 
 def test_readme_table_matches_papers():

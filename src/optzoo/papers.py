@@ -114,9 +114,16 @@ PAPERS: tuple[Paper, ...] = (
           "graph algorithm",
           "Incremental updates keep a coarsened graph in step with the stream at a fraction of the cost."),
     Paper(19, "markov_zo", "Zero-order methods under Markovian noise with randomized batching",
-          "ICML 2026", "2601.01160", None, "paper", "partly from the paper",
+          "ICML 2026", "2601.01160", None, "reconstructed",
+          "abstract only; randomized batching from the NeurIPS 2023 ancestor; exact variance law ours",
           "derivative-free optimizer",
-          "With randomized batching, zero-order convergence does not depend on the mixing time when it is below the dimension."),
+          "With randomized batching, zero-order convergence does not depend on the mixing time when it is below the dimension.",
+          api=("markov_zo_minimize", "MarkovZOSGD", "MarkovOracle", "StickyChain", "FiniteChain",
+               "AR1Chain", "sphere_directions", "two_point_estimates", "one_point_estimates",
+               "mlmc_weights", "expected_batch_cost", "strongly_convex_lr", "v_b", "batch_error",
+               "mlmc_error", "predicted_ratio", "crossover_tau", "markov_sgd_minimize",
+               "spsa_minimize", "noisyopt_spsa_minimize"),
+          implemented=True),
 )
 
 

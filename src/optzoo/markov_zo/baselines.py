@@ -1,0 +1,129 @@
+"""Baselines, all charged through the same :class:`~optzoo.markov_zo.MarkovOracle` counters.
+
+* :func:`markov_sgd_minimize`: first-order SGD on the current Markov sample, with the same
+  randomized (MLMC) batching as the paper's ancestor (Beznosikov et al. 2023) or a fixed
+  batch (``batch=1`` is plain Markov SGD). A gradient is charged ``grad_cost`` units
+  (1, or d+1 for parity with finite differences when only values exist).
+* :func:`spsa_minimize`: Spall's SPSA with noisyopt's gain schedules
+  :math:`a_k=a/(k+1+0.01n)^{0.602}`, :math:`c_k=c/(k+1)^{0.101}`, Rademacher
+  :math:`\\Delta_k`. Our own re-implementation, **draw-for-draw identical** to
+  ``noisyopt.minimizeSPSA`` 0.2.3 (tested when noisyopt is installed) but with a private
+  ``RandomState`` instead of numpy's global one. Its two evaluations are two ordinary
+  oracle calls, i.e. on two consecutive (different) chain states, as for any library SPSA.
+* :func:`noisyopt_spsa_minimize`: the same through ``noisyopt.minimizeSPSA`` itself (optional
+  dependency). noisyopt draws from numpy's *global* RNG, so this adapter seeds it for the
+  call and restores the caller's global state afterwards (not thread-safe).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from optzoo._core.result import Result, Status
+from optzoo._core.rng import np_rng
+from optzoo._core.validation import check_int, check_real, fail
+from optzoo.markov_zo.zo import _default_max_level, _resolve_lr, sgd_loop
+
+__all__ = ["markov_sgd_minimize", "noisyopt_spsa_minimize", "spsa_minimize"]
+
+
+def _check_x0(oracle, x0, owner):
+    x0 = np.asarray(x0, dtype=float)
+    if x0.shape != (oracle.dim,):
+        raise ValueError(f"The 'x0' argument of {owner} must have shape ({oracle.dim},) to match "
+                         f"the oracle's dimension. Got {x0.shape}.")
+    if not np.isfinite(x0).all():
+        raise ValueError(f"The 'x0' argument of {owner} must contain only finite values. Got NaN or inf.")
+    return x0
+
+
+def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None,
+                        batching: str = "randomized", batch: int = 1, max_level=None,
+                        grad_cost: float = 1.0, max_cost=None, iterations=None,
+                        record_every=None, seed: int = 0) -> Result:
+    """First-order Markov SGD (MLMC or fixed batch); ``history['calls']`` is the charged cost."""
+    owner = "markov_sgd_minimize"
+    x0 = _check_x0(oracle, x0, owner)
+    check_real("grad_cost", grad_cost, owner=owner, low=0.0, closed="neither")
+    if batching not in ("randomized", "fixed"):
+        fail("batching", owner, "one of 'randomized', 'fixed'", batching)
+    check_int("batch", batch, owner=owner, low=1)
+    d = oracle.dim
+    step = _resolve_lr(lr, mu, 4.0 * d if lr_offset is None else lr_offset, owner)
+    M = _default_max_level(oracle, d) if max_level is None else check_int(
+        "max_level", max_level, owner=owner, low=1)
+    if max_cost is None and iterations is None:
+        iterations = 10_000
+    rng = np_rng(check_int("seed", seed, owner=owner, low=0), "markov_sgd")
+    start = oracle.cost(grad_cost)
+    cost = lambda: oracle.cost(grad_cost) - start  # noqa: E731
+    x, status, msg, k, hist, wall = sgd_loop(
+        x0, lambda x, n: oracle.gradients(np.broadcast_to(x, (n, d))), cost, lr=step,
+        batching=batching, batch=batch, max_level=M, project=None, max_cost=max_cost,
+        iterations=iterations, rng=rng, record_every=record_every, owner=owner)
+    return Result(x=x, fun=float("nan"), status=status, message=msg, nit=k, nfev=0,
+                  wall_time=wall, extra={"history": hist, "grad_calls": k and oracle.grad_calls,
+                                         "cost": cost(), "max_level": M})
+
+
+def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
+                  alpha: float = 0.602, gamma: float = 0.101, record_every=None,
+                  seed: int = 0) -> Result:
+    """SPSA (noisyopt-identical schedule and draws), ``2 * niter + 1`` oracle calls."""
+    owner = "spsa_minimize"
+    x = _check_x0(oracle, x0, owner).copy()
+    niter = check_int("niter", niter, owner=owner, low=1)
+    a = check_real("a", a, owner=owner, low=0.0, closed="neither")
+    c = check_real("c", c, owner=owner, low=0.0, closed="neither")
+    rs = np.random.RandomState(check_int("seed", seed, owner=owner, low=0) % 2**32)
+    A = 0.01 * niter
+    start = oracle.calls
+    hist = {"calls": [], "x": []}
+    t0 = time.perf_counter()
+    for k in range(niter):
+        ak = a / (k + 1.0 + A) ** alpha
+        ck = c / (k + 1.0) ** gamma
+        delta = rs.choice([-1, 1], size=x.size)
+        rs.randint(0, np.iinfo(np.int32).max)  # noisyopt's paired seed: a Markov stream ignores it
+        grad = (oracle(x + ck * delta) - oracle(x - ck * delta)) / (2 * ck * delta)
+        x -= ak * grad
+        if not np.isfinite(x).all():
+            return Result(x=x, fun=float("nan"), status=Status.DIVERGED, nit=k + 1,
+                          message=f"iterate became non-finite at iteration {k}",
+                          nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
+                          extra={"history": hist})
+        if record_every and (k + 1) % record_every == 0:
+            hist["calls"].append(float(oracle.calls - start))
+            hist["x"].append(x.copy())
+    fun = oracle(x)  # noisyopt evaluates the end point once; charged the same here
+    hist["calls"].append(float(oracle.calls - start))
+    hist["x"].append(x.copy())
+    return Result(x=x, fun=fun, status=Status.USER_LIMIT, message=f"{niter} iterations",
+                  nit=niter, nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
+                  extra={"history": hist, "implementation": "optzoo (noisyopt-identical)"})
+
+
+def noisyopt_spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
+                           alpha: float = 0.602, gamma: float = 0.101, seed: int = 0) -> Result:
+    """``noisyopt.minimizeSPSA`` run against ``oracle`` (needs ``pip install noisyopt``)."""
+    owner = "noisyopt_spsa_minimize"
+    try:
+        from noisyopt import minimizeSPSA
+    except ImportError as err:  # optional dependency
+        raise ImportError("noisyopt_spsa_minimize needs the optional package noisyopt "
+                          "(pip install noisyopt); spsa_minimize is an identical fallback.") from err
+    x = _check_x0(oracle, x0, owner).copy()
+    niter = check_int("niter", niter, owner=owner, low=1)
+    saved = np.random.get_state()
+    start, t0 = oracle.calls, time.perf_counter()
+    try:
+        np.random.seed(check_int("seed", seed, owner=owner, low=0) % 2**32)
+        res = minimizeSPSA(oracle, x, niter=niter, paired=True, a=a, c=c, alpha=alpha,
+                           gamma=gamma)
+    finally:
+        np.random.set_state(saved)
+    return Result(x=np.asarray(res.x, dtype=float), fun=float(res.fun), status=Status.USER_LIMIT,
+                  message=str(res.message), nit=niter, nfev=oracle.calls - start,
+                  wall_time=time.perf_counter() - t0, extra={"implementation": "noisyopt"})

@@ -1,0 +1,134 @@
+"""``torch.optim`` flavour of zero-order SGD with randomized batching under Markov noise.
+
+Same update as :func:`optzoo.markov_zo.markov_zo_minimize` (see ``zo.py`` for the math),
+for a model's parameters: the direction :math:`e` is uniform on the unit sphere of the
+concatenation of all parameters (dimension D), and the optimizer itself holds the noise
+stream, so both halves of a pair are evaluated on the *same* sample by construction.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from optzoo._core.rng import np_rng, torch_generator
+from optzoo._core.validation import check_int, check_real, fail
+from optzoo.markov_zo.zo import _check_common, mlmc_weights
+
+__all__ = ["MarkovZOSGD"]
+
+_OWNER = "MarkovZOSGD"
+
+
+class MarkovZOSGD(torch.optim.Optimizer):
+    """Zero-order SGD whose samples come from a Markov stream.
+
+    .. math::
+        G=\\sum_i w_i\\,c_i\\,e_i,\\quad c_i=\\tfrac{D}{2t}[\\ell(\\theta+te_i;Z_i)-\\ell(\\theta-te_i;Z_i)]
+        \\ (\\text{one-point: } \\tfrac{D}{t}\\ell(\\theta+te_i;Z_i)),\\qquad \\theta\\leftarrow\\theta-\\gamma G,
+
+    with MLMC weights :math:`w` (``batching="randomized"``) or :math:`w_i=1/B` (``"fixed"``).
+
+    Parameters
+    ----------
+    params : iterable of parameters or groups; ``lr`` is per group (schedulers work).
+    stream : the noise source: any object with ``state`` and ``advance()``, e.g. a
+        :class:`~optzoo.markov_zo.StickyChain` over data indices.
+    smoothing, feedback, batching, batch, max_level, seed : as in ``markov_zo_minimize``.
+
+    ``step(closure)`` calls ``closure(z)`` with the current stream state ``z``; it must return
+    the loss of the model *as it is now* on sample ``z`` (no backward needed). The optimizer
+    perturbs the parameters, calls the closure (twice per sample for two-point feedback, on
+    the same ``z``), restores them, advances the stream once per sample, then steps.
+
+    >>> import torch
+    >>> from optzoo.markov_zo import MarkovZOSGD, StickyChain
+    >>> w = torch.nn.Parameter(torch.ones(3))
+    >>> ch = StickyChain([-0.1, 0.1], stay_prob=0.5, seed=0)
+    >>> opt = MarkovZOSGD([w], lr=0.05, stream=ch, smoothing=1e-3, max_level=8, seed=0)
+    >>> for _ in range(300):
+    ...     loss = opt.step(lambda z: 0.5 * ((w - z) ** 2).sum())
+    >>> bool(w.norm() < 0.3)
+    True
+    """
+
+    def __init__(self, params, lr: float = 1e-3, *, stream, smoothing: float = 1e-3,
+                 feedback: str = "two_point", batching: str = "randomized", batch: int = 1,
+                 max_level: int = 64, seed: int = 0):
+        check_real("lr", lr, owner=_OWNER, low=0.0, closed="neither")
+        _check_common(_OWNER, feedback=feedback, smoothing=smoothing, batching=batching,
+                      batch=batch, max_level=max_level)
+        if not (hasattr(stream, "state") and hasattr(stream, "advance")):
+            raise TypeError(f"The 'stream' argument of {_OWNER} must have 'state' and 'advance()' "
+                            f"(e.g. a StickyChain). Got {type(stream).__name__}.")
+        seed = check_int("seed", seed, owner=_OWNER, low=0)
+        super().__init__(params, dict(lr=lr))
+        self.stream = stream
+        self.smoothing, self.feedback, self.batching = smoothing, feedback, batching
+        self.batch, self.max_level, self.seed = batch, max_level, seed
+        self._gen = torch_generator(seed, "markov_zo_dirs")
+        self._np = np_rng(seed, "markov_zo_levels")
+        self.calls = 0
+        self.samples = 0
+
+    def _params(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def _value(self, closure, z) -> float:
+        v = closure(z)
+        v = float(v.detach()) if torch.is_tensor(v) else float(v)
+        if not math.isfinite(v):
+            fail("closure", _OWNER, "a callable returning finite losses", v)
+        self.calls += 1
+        return v
+
+    @torch.no_grad()
+    def step(self, closure):  # noqa: D102 (documented on the class)
+        if not callable(closure):
+            fail("closure", _OWNER, "a callable closure(z) -> loss", closure, exc=TypeError)
+        params = self._params()
+        D = sum(p.numel() for p in params)
+        t = self.smoothing
+        if self.batching == "randomized":
+            w = mlmc_weights(int(self._np.geometric(0.5)), self.batch, self.max_level)
+        else:
+            w = np.full(self.batch, 1.0 / self.batch)
+        # G is accumulated on the fly: directions are never stored (memory O(D), not O(nD)).
+        acc = [torch.zeros_like(p) for p in params]
+        losses = []
+        for wi in w:
+            e = [torch.randn(p.shape, generator=self._gen, dtype=p.dtype).to(p.device) for p in params]
+            norm = math.sqrt(sum(float((x * x).sum()) for x in e))
+            e = [x / norm for x in e]
+            z = self.stream.state
+            for p, x in zip(params, e, strict=False):
+                p.add_(x, alpha=t)
+            fp = self._value(closure, z)
+            if self.feedback == "two_point":
+                for p, x in zip(params, e, strict=False):
+                    p.add_(x, alpha=-2 * t)
+                fm = self._value(closure, z)
+                for p, x in zip(params, e, strict=False):
+                    p.add_(x, alpha=t)
+                coef = D / (2 * t) * (fp - fm)
+                losses.append(0.5 * (fp + fm))
+            else:
+                for p, x in zip(params, e, strict=False):
+                    p.add_(x, alpha=-t)
+                coef = D / t * fp
+                losses.append(fp)
+            self.stream.advance()
+            self.samples += 1
+            for a, x in zip(acc, e, strict=False):
+                a.add_(x, alpha=float(wi * coef))
+        i = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.add_(acc[i], alpha=-group["lr"])
+                i += 1
+        st = self.state[params[0]]
+        st["step"] = st.get("step", 0) + 1
+        st["calls"], st["samples"] = self.calls, self.samples
+        return float(np.mean(losses))

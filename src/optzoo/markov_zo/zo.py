@@ -1,0 +1,276 @@
+"""Zero-order SGD with randomized (MLMC) batching under Markovian noise.
+
+Paper: B. Prokhorov, S. Chebykin, A. Gasnikov, A. Beznosikov, "Gradient-Free Approaches is a
+Key to an Efficient Interaction with Markovian Stochasticity", ICML 2026, arXiv 2601.01160.
+Fidelity: **reconstructed** (only the abstract was available). The batching is the one of
+the ancestor paper (Beznosikov et al., NeurIPS 2023, arXiv 2305.15938); the estimators are
+the standard sphere-smoothing ones; step sizes and defaults are INFERRED.
+
+Estimators, :math:`e\\sim\\mathrm{Unif}(S^{d-1})`, smoothing radius :math:`t>0`:
+
+.. math::
+    g_2(x,e,Z)=\\frac{d}{2t}\\,[F(x+te,Z)-F(x-te,Z)]\\,e,\\qquad
+    g_1(x,e,Z)=\\frac{d}{t}\\,F(x+te,Z)\\,e .
+
+Randomized batching at iterate k: :math:`J_k\\sim\\mathrm{Geom}(1/2)`, base batch B, cap M,
+estimates :math:`g_{k,i}` on the *consecutive* states :math:`Z_{T_k+i}`,
+:math:`g^j_k=(2^jB)^{-1}\\sum_{i\\le 2^jB} g_{k,i}`,
+
+.. math::
+    G_k = g^0_k + 2^{J_k}(g^{J_k}_k-g^{J_k-1}_k)\\ \\text{if } 2^{J_k}\\le M,\\ \\text{else } g^0_k;
+    \\qquad x_{k+1}=\\Pi_X(x_k-\\gamma_k G_k).
+
+:math:`E[G_k]=E[g^{\\lfloor\\log_2 M\\rfloor}_k]` and the expected number of samples per
+iteration is :math:`B(j_{\\max}+2^{-j_{\\max}})`. Default step (INFERRED):
+:math:`\\gamma_k=1/(\\mu(k+k_0))`, :math:`k_0=4d`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+
+from optzoo._core.result import Result, Status
+from optzoo._core.rng import np_rng
+from optzoo._core.validation import check_choice, check_int, check_real, fail
+
+__all__ = [
+    "expected_batch_cost",
+    "markov_zo_minimize",
+    "mlmc_weights",
+    "one_point_estimates",
+    "sphere_directions",
+    "strongly_convex_lr",
+    "two_point_estimates",
+]
+
+_OWNER = "markov_zo_minimize"
+
+
+def sphere_directions(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` independent directions uniform on the unit sphere of R^d, shape (n, d)."""
+    e = rng.standard_normal((n, d))
+    return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+
+def two_point_estimates(f_plus, f_minus, directions, smoothing: float) -> np.ndarray:
+    """:math:`\\frac{d}{2t}(F_+-F_-)e`, one row per sample."""
+    d = directions.shape[1]
+    return (d / (2.0 * smoothing)) * (np.asarray(f_plus) - np.asarray(f_minus))[:, None] * directions
+
+
+def one_point_estimates(f_plus, directions, smoothing: float) -> np.ndarray:
+    """:math:`\\frac{d}{t}F_+e`, one row per sample."""
+    d = directions.shape[1]
+    return (d / smoothing) * np.asarray(f_plus)[:, None] * directions
+
+
+def expected_batch_cost(batch: int, max_level: int) -> float:
+    """Expected samples per iteration of randomized batching: :math:`B(j_{\\max}+2^{-j_{\\max}})`.
+
+    >>> expected_batch_cost(1, 8), round(expected_batch_cost(4, 64), 2)
+    (3.125, 24.06)
+    """
+    batch = check_int("batch", batch, owner="expected_batch_cost", low=1)
+    max_level = check_int("max_level", max_level, owner="expected_batch_cost", low=1)
+    jmax = int(math.floor(math.log2(max_level)))
+    return batch * (jmax + 2.0 ** (-jmax))
+
+
+def mlmc_weights(level: int, batch: int, max_level: int) -> np.ndarray:
+    """Weights ``w`` with :math:`G=\\sum_i w_i g_i` for a drawn level :math:`J` (length = samples used).
+
+    ``level`` is :math:`J\\ge 1`; if :math:`2^J>M` only the base batch is used.
+    """
+    if 2 ** level > max_level:
+        return np.full(batch, 1.0 / batch)
+    n = 2 ** level * batch
+    half = n // 2
+    w = np.zeros(n)
+    w[:batch] = 1.0 / batch
+    w[:n] += 2 ** level / n
+    w[:half] -= 2 ** level / half
+    return w
+
+
+def strongly_convex_lr(mu: float, offset: float):
+    """The step schedule :math:`\\gamma_k = 1/(\\mu(k+k_0))`."""
+    mu = check_real("mu", mu, owner="strongly_convex_lr", low=0.0, closed="neither")
+    offset = check_real("offset", offset, owner="strongly_convex_lr", low=1.0)
+    return lambda k: 1.0 / (mu * (k + offset))
+
+
+def _check_common(owner, *, feedback, smoothing, batching, batch, max_level):
+    check_choice("feedback", feedback, ("one_point", "two_point"), owner=owner)
+    check_real("smoothing", smoothing, owner=owner, low=0.0, closed="neither")
+    check_choice("batching", batching, ("randomized", "fixed"), owner=owner)
+    check_int("batch", batch, owner=owner, low=1)
+    if max_level is not None:
+        check_int("max_level", max_level, owner=owner, low=1)
+        if max_level & (max_level - 1):
+            warnings.warn(f"max_level={max_level} is not a power of 2; levels above "
+                          f"2^{int(math.log2(max_level))} are never used.", stacklevel=3)
+
+
+def _resolve_lr(lr, mu, offset, owner):
+    if lr is None:
+        if mu is None:
+            fail("lr", owner, "a positive float or a callable k -> step (or give 'mu' for "
+                 "the default 1/(mu (k + k0)) schedule)", lr)
+        return strongly_convex_lr(mu, offset)
+    if callable(lr):
+        return lr
+    lr = check_real("lr", lr, owner=owner, low=0.0, closed="neither")
+    return lambda k: lr
+
+
+def _default_max_level(oracle, d: int) -> int:
+    tau = getattr(getattr(oracle, "chain", None), "mixing_time", d)
+    return 2 ** int(math.ceil(math.log2(d + tau)))
+
+
+def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max_cost,
+             iterations, rng, record_every, owner):
+    """Shared driver: ``estimate(x, n) -> (n, d)`` per-sample estimates on consecutive states.
+
+    Used by :func:`markov_zo_minimize` and the first-order baselines so that every method
+    runs the same batching and bookkeeping code.
+    """
+    x = np.array(x0, dtype=float)
+    jmax_cap = max_level
+    hist = {"calls": [], "x": [], "batch_size": []}
+    status, msg, k = Status.USER_LIMIT, "", 0
+    t0 = time.perf_counter()
+    while True:
+        if iterations is not None and k >= iterations:
+            msg = f"iteration limit {iterations} reached"
+            break
+        if max_cost is not None and cost() >= max_cost:
+            msg = f"oracle budget {max_cost:g} reached"
+            break
+        if batching == "randomized":
+            w = mlmc_weights(int(rng.geometric(0.5)), batch, jmax_cap)
+        else:
+            w = np.full(batch, 1.0 / batch)
+        g = estimate(x, w.size)
+        step = lr(k)
+        if not (isinstance(step, (int, float, np.floating)) and math.isfinite(step) and step > 0):
+            fail("lr", owner, "a callable returning positive finite floats", step)
+        x_new = x - step * (w @ g)
+        if project is not None:
+            x_new = np.asarray(project(x_new), dtype=float)
+            if x_new.shape != x.shape:
+                fail("project", owner, f"a callable returning an array of shape {x.shape}",
+                     x_new.shape)
+        if not np.isfinite(x_new).all():
+            status, msg = Status.DIVERGED, f"iterate became non-finite at iteration {k}"
+            break
+        x = x_new
+        k += 1
+        hist["batch_size"].append(w.size)
+        if record_every and k % record_every == 0:
+            hist["calls"].append(float(cost()))
+            hist["x"].append(x.copy())
+    if status is Status.DIVERGED:
+        warnings.warn(f"{owner}: {msg}", RuntimeWarning, stacklevel=3)
+    hist["calls"].append(float(cost()))
+    hist["x"].append(x.copy())
+    return x, status, msg, k, hist, time.perf_counter() - t0
+
+
+def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=None,
+                       lr_offset=None, smoothing: float = 1e-4, batching: str = "randomized",
+                       batch: int = 1, max_level: int | None = None, project=None,
+                       max_calls: int | None = None, iterations: int | None = None,
+                       record_every: int | None = None, seed: int = 0) -> Result:
+    """Minimize :math:`f(x)=E_\\pi F(x,Z)` with zero-order feedback from a Markov oracle.
+
+    Parameters
+    ----------
+    oracle : a :class:`~optzoo.markov_zo.MarkovOracle` (``two_point`` needs ``pairs``).
+    x0 : start, shape (d,) with d = ``oracle.dim``.
+    feedback : ``"two_point"`` (default) or ``"one_point"``.
+    lr : float, callable ``k -> step``, or None for :math:`1/(\\mu(k+k_0))` (needs ``mu``).
+    lr_offset : :math:`k_0` of the default schedule (default 4d, INFERRED).
+    smoothing : radius :math:`t>0` (default 1e-4, INFERRED for smooth problems).
+    batching : ``"randomized"`` (MLMC, the paper) or ``"fixed"`` (``batch`` samples per step).
+    batch, max_level : B and M; M defaults to :math:`2^{\\lceil\\log_2(d+\\tau)\\rceil}` with
+        :math:`\\tau` the chain's ``mixing_time`` (d if unknown).
+    project : optional :math:`\\Pi_X`, a callable returning an array of the same shape.
+    max_calls : budget in function values (checked before each iteration, so the last batch
+        may overshoot by at most one batch); iterations : iteration cap (default 10 000 when
+        neither is given).
+    record_every : store ``x`` and the call count every this many iterations.
+
+    Returns a :class:`~optzoo._core.result.Result` with ``status`` USER_LIMIT (no stopping
+    test: the method is run on a budget) or DIVERGED, ``nfev`` = function values used and
+    ``history`` = {calls, x, batch_size}. ``fun`` is the mean of the values observed in the
+    last iteration (noisy: f is never observed without noise).
+
+    >>> import numpy as np
+    >>> from optzoo.markov_zo import StickyChain, MarkovOracle, markov_zo_minimize
+    >>> c = np.ones(5) / np.sqrt(5)
+    >>> ch = StickyChain([-1.0, 1.0], stay_prob=0.9, seed=0)
+    >>> orc = MarkovOracle(lambda X, Z: 0.5 * ((X - Z[:, None] * c) ** 2).sum(1), ch, dim=5,
+    ...                    vectorized=True)
+    >>> res = markov_zo_minimize(orc, np.ones(5), mu=1.0, max_calls=20_000, seed=0)
+    >>> bool(np.sum(res.x ** 2) < 0.05), res.nfev >= 20_000
+    (True, True)
+    """
+    owner = _OWNER
+    if not all(hasattr(oracle, a) for a in ("values", "dim", "calls")):
+        fail("oracle", owner, "a MarkovOracle (with 'values', 'dim' and 'calls')",
+             type(oracle).__name__,
+             exc=TypeError)
+    _check_common(owner, feedback=feedback, smoothing=smoothing, batching=batching, batch=batch,
+                  max_level=max_level)
+    if feedback == "two_point" and not hasattr(oracle, "pairs"):
+        raise TypeError(f"The 'oracle' argument of {owner} must expose pairs() for "
+                        f"feedback='two_point' (same noise state for both evaluations). "
+                        f"Got {type(oracle).__name__}.")
+    x0 = np.asarray(x0, dtype=float)
+    if x0.shape != (oracle.dim,):
+        raise ValueError(f"The 'x0' argument of {owner} must have shape ({oracle.dim},) to match "
+                         f"the oracle's dimension. Got {x0.shape}.")
+    if not np.isfinite(x0).all():
+        raise ValueError(f"The 'x0' argument of {owner} must contain only finite values. Got NaN or inf.")
+    d = oracle.dim
+    offset = 4.0 * d if lr_offset is None else lr_offset
+    step = _resolve_lr(lr, mu, offset, owner)
+    if max_calls is not None:
+        max_calls = check_int("max_calls", max_calls, owner=owner, low=1)
+    if iterations is not None:
+        iterations = check_int("iterations", iterations, owner=owner, low=0)
+    if max_calls is None and iterations is None:
+        iterations = 10_000
+    if record_every is not None:
+        record_every = check_int("record_every", record_every, owner=owner, low=1)
+    M = _default_max_level(oracle, d) if max_level is None else max_level
+    rng = np_rng(check_int("seed", seed, owner=owner, low=0), "markov_zo")
+    last = {"f": float("nan")}
+
+    def estimate(x, n):
+        E = sphere_directions(n, d, rng)
+        if feedback == "two_point":
+            fp, fm = oracle.pairs(x + smoothing * E, x - smoothing * E)
+            last["f"] = float(0.5 * (fp.mean() + fm.mean()))
+            return two_point_estimates(fp, fm, E, smoothing)
+        fp = oracle.values(x + smoothing * E)
+        last["f"] = float(fp.mean())
+        return one_point_estimates(fp, E, smoothing)
+
+    start_calls = oracle.calls
+    budget = None if max_calls is None else start_calls + max_calls
+    x, status, msg, k, hist, wall = sgd_loop(
+        x0, estimate, lambda: oracle.calls, lr=step, batching=batching, batch=batch,
+        max_level=M, project=project, max_cost=budget, iterations=iterations, rng=rng,
+        record_every=record_every, owner=owner)
+    hist["calls"] = [c - start_calls for c in hist["calls"]]
+    return Result(x=x, fun=last["f"], status=status, message=msg, nit=k,
+                  nfev=oracle.calls - start_calls, wall_time=wall,
+                  extra={"history": hist, "max_level": M, "feedback": feedback,
+                         "batching": batching, "seed": seed})
+
