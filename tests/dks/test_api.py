@@ -1,0 +1,107 @@
+"""densest_k_subgraph dispatch, statuses, validation messages (property 13), the CLI."""
+
+import json
+import sys
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import optzoo.dks as dks
+from optzoo.dks import METHODS, densest_k_subgraph
+from optzoo.dks.cli import dks_command
+
+KARATE = nx.Graph(nx.karate_club_graph().edges())
+
+
+def test_all_exports_exist():
+    for name in dks.__all__:
+        assert getattr(dks, name) is not None
+    for name in ("densest_k_subgraph", "frank_wolfe", "se_frank_wolfe", "adamw_dks",
+                 "greedy_peeling", "mip_dks", "eigenvector_topk", "truncated_power",
+                 "read_graph", "Graph"):
+        assert name in dks.__all__
+
+
+def test_import_is_light():
+    import subprocess
+
+    code = ("import sys, optzoo.dks; print('torch' in sys.modules, 'networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_returns_a_wellformed_result(method):
+    res = densest_k_subgraph(KARATE, 10, method=method, time_limit=20)
+    assert len(res.x) == 10 and len(set(res.x.tolist())) == 10
+    assert res.fun == nx.Graph(KARATE).subgraph(res.x.tolist()).number_of_edges()
+    assert res.density == pytest.approx(2 * res.fun / 90)
+    assert res.fun <= res.upper_bound + 1e-9
+    assert str(res.status) in ("converged", "optimal", "user_limit", "inaccurate")
+    if method == "mip":
+        assert str(res.status) == "optimal" and res.fun == 25
+
+
+def test_k_equal_n_warns_and_returns_everything():
+    with pytest.warns(UserWarning, match="k = n"):
+        res = densest_k_subgraph(nx.path_graph(4), 4)
+    assert res.fun == 3
+
+
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    (dict(k=50), ValueError,
+     r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 50\."),
+    (dict(k=0), ValueError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 0\."),
+    (dict(k=2.5), TypeError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 2\.5\."),
+    (dict(k=True), TypeError, r"The 'k' argument of densest_k_subgraph must be an int"),
+    (dict(k=5, lam=-1.0), ValueError,
+     r"The 'lam' argument of densest_k_subgraph must be a finite real number in \[0, inf\]\. Got -1\.0\."),
+    (dict(k=5, lam=float("nan")), ValueError, r"The 'lam' argument of densest_k_subgraph must be a finite real"),
+    (dict(k=5, method="simplex"), ValueError,
+     r"The 'method' argument of densest_k_subgraph must be one of 'se-fw', 'fw'"),
+    (dict(k=5, step="long"), ValueError, r"The 'step' argument of se_frank_wolfe must be one of 'short', 'exact'\. Got 'long'\."),
+    (dict(k=5, max_iter=-1), ValueError, r"The 'max_iter' argument of se_frank_wolfe must be an int in \[0, inf\]"),
+    (dict(k=5, gap_tol=-1e-3), ValueError, r"The 'gap_tol' argument of se_frank_wolfe must be"),
+    (dict(k=5, method="mip", time_limit=0), ValueError, r"The 'time_limit' argument of densest_k_subgraph"),
+])
+def test_validation_messages(kwargs, exc, msg):  # property 13
+    with pytest.raises(exc, match=msg):
+        densest_k_subgraph(KARATE, **kwargs)
+
+
+def test_wrong_graph_type_message():
+    with pytest.raises(TypeError, match=r"The 'graph' argument of densest_k_subgraph must be a "
+                                        r"Graph, .* Got list\."):
+        densest_k_subgraph([[0, 1]], 1)
+
+
+def test_lam_below_max_weight_warns():
+    G = nx.Graph()
+    G.add_weighted_edges_from([(0, 1, 3.0), (1, 2, 1.0), (2, 3, 1.0)])
+    with pytest.warns(UserWarning, match="relaxation may not be tight"):
+        densest_k_subgraph(G, 2, lam=1.0)
+
+
+def test_adamw_torch_path():
+    res = densest_k_subgraph(KARATE, 10, method="adamw", device="cpu")
+    assert res.extra["device"] == "cpu" and len(res.loss_trace) == 200
+    assert np.all(np.isfinite(res.loss_trace))
+    a = densest_k_subgraph(KARATE, 10, method="adamw")
+    assert np.array_equal(a.x, res.x)  # deterministic (theta_0 = 0)
+
+
+def test_cli_json_and_text(tmp_path, capsys):
+    p = tmp_path / "g.txt"
+    p.write_text("\n".join(f"{u} {v}" for u, v in KARATE.edges()))
+    assert dks_command(str(p), 10, as_json=True) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("nodes", "num_edges", "density", "status", "message", "wall_time", "k", "method"):
+        assert key in out
+    assert out["num_edges"] == 25 and len(out["nodes"]) == 10
+    assert dks_command(str(p), 10, method="peel") == 0
+    assert "edges      25" in capsys.readouterr().out
+    assert dks_command(str(p), 100, as_json=True) == 1
+    assert "must be an int in [1, 33]" in json.loads(capsys.readouterr().out)["error"]
+    assert dks_command(str(tmp_path / "missing.txt"), 3) == 1
