@@ -24,3 +24,38 @@ def test_reproduce_rejects_bad_scale_and_unimplemented_paper():
     assert res.exit_code != 0 and "huge" in res.output
     res = runner.invoke(app, ["reproduce", "copro"])
     assert res.exit_code != 0 and "not implemented yet" in res.output
+
+
+def test_dks_command_json(tmp_path):
+    import json
+
+    edges = tmp_path / "g.txt"
+    # a 4-clique {0,1,2,3} attached to a path 3-4-5-6
+    edges.write_text("# test graph\n0 1\n0 2\n0 3\n1 2\n1 3\n2 3\n3 4\n4 5\n5 6\n")
+    res = runner.invoke(app, ["dks", str(edges), "-k", "4", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert sorted(out["nodes"]) == [0, 1, 2, 3] and out["num_edges"] == 6
+    assert out["density"] == 1.0 and out["status"] == "converged"
+    for key in ("message", "wall_time"):
+        assert key in out
+    res = runner.invoke(app, ["dks", str(edges), "-k", "9"])
+    assert res.exit_code != 0 and "'k'" in res.output
+
+
+def test_reproduce_then_show_end_to_end(tmp_path):
+    """The real pipeline on the DkS smoke scale, then `optzoo show` reads its results."""
+    import os
+
+    from rich.console import Console
+
+    from optzoo.repro.pipeline import reproduce
+
+    with open(os.devnull, "w") as sink:
+        code = reproduce(["dks"], scale="smoke", seeds=2, jobs=2, out=tmp_path,
+                         console=Console(file=sink))
+    assert code == 0
+    assert (tmp_path / "report.html").exists() and list((tmp_path / "dks" / "figures").glob("*.png"))
+    res = runner.invoke(app, ["show", "dks", "--out", str(tmp_path)], env={"COLUMNS": "240"})
+    assert res.exit_code == 0, res.output
+    assert "finite_step" in res.output and "scale smoke, seeds [0, 1]" in res.output
