@@ -38,3 +38,21 @@ def test_reports_show_verdicts_errors_and_figures(tmp_path):
 
 def test_format_numbers():
     assert format_numbers({"a": 0.123456, "b": [1, 2], "c": "x"}) == "a=0.1235; b=[1, 2]; c=x"
+
+
+def test_readme_verdict_column_is_updated(tmp_path):
+    from optzoo.repro.report import update_readme_verdicts, verdict_counts
+
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n| NN | slug | paper | fidelity | status | last verdicts |\n"
+                      "| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | - |\n"
+                      "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |\n")
+    run = PaperRun("dks", "quick", [0, 1, 2], [{}] * 3,
+                   [Verdict("a", "reproduced", ""), Verdict("b", "not reproduced", ""),
+                    Verdict("c", "reproduced", "")])
+    assert verdict_counts(run) == "2/3 reproduced, 1 not reproduced"
+    assert update_readme_verdicts(readme, [run], "quick")
+    text = readme.read_text()
+    assert "| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | 2/3 reproduced, 1 not reproduced (quick) |" in text
+    assert "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |" in text
+    assert not update_readme_verdicts(readme, [run], "quick")  # idempotent

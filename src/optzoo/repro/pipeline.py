@@ -155,6 +155,8 @@ def reproduce(
     if write_docs:
         path = report.write_results_doc(runs, docs_dir, meta)
         console.log(f"wrote {path}")
+        if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", runs, scale):
+            console.log("updated the last-verdicts column of README.md")
     report.console_table(runs, console)
     console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'} "
                   f"({time.time() - t0:.0f} s)")

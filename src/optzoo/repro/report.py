@@ -12,7 +12,15 @@ from typing import Any
 
 from optzoo.repro.claim import PaperRun
 
-__all__ = ["console_table", "format_numbers", "write_html", "write_markdown", "write_results_doc"]
+__all__ = [
+    "console_table",
+    "format_numbers",
+    "update_readme_verdicts",
+    "verdict_counts",
+    "write_html",
+    "write_markdown",
+    "write_results_doc",
+]
 
 _COLOURS = {"reproduced": "#1a7f37", "not reproduced": "#cf222e", "inconclusive": "#9a6700"}
 _RICH = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow"}
@@ -193,6 +201,44 @@ def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]
                 shutil.copy2(fig, dest / Path(fig).name)
         prefixes[run.slug] = f"results/{run.slug}"
     return write_markdown(runs, docs_dir / "RESULTS.md", meta, figure_prefix=prefixes)
+
+
+def verdict_counts(run: PaperRun) -> str:
+    """``"4/6 reproduced, 1 not reproduced, 1 inconclusive"`` (or why there are no verdicts)."""
+    if run.judge_error:
+        return "judge failed"
+    if not run.verdicts:
+        return "no finished seeds"
+    n = len(run.verdicts)
+    counts = {v: sum(x.verdict == v for x in run.verdicts) for v in _COLOURS}
+    parts = [f"{counts['reproduced']}/{n} reproduced"]
+    parts += [f"{counts[v]} {v}" for v in ("not reproduced", "inconclusive") if counts[v]]
+    if run.errors:
+        parts.append(f"{len(run.errors)} seed(s) crashed")
+    return ", ".join(parts)
+
+
+def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bool:
+    """Rewrite the last cell of each run's row in the README's table of papers
+    (rows look like ``| 03 | `dks` | ... | last verdicts |``). Returns True if it changed."""
+    readme = Path(readme)
+    if not readme.exists():
+        return False
+    by_slug = {r.slug: r for r in runs}
+    lines = readme.read_text().splitlines()
+    changed = False
+    for i, line in enumerate(lines):
+        cells = line.split(" | ")
+        if len(cells) < 3 or not line.startswith("| ") or not line.endswith(" |"):
+            continue
+        slug = cells[1].strip("`")
+        if slug in by_slug and cells[1].startswith("`"):
+            new = " | ".join(cells[:-1]) + f" | {verdict_counts(by_slug[slug])} ({scale}) |"
+            if new != line:
+                lines[i], changed = new, True
+    if changed:
+        readme.write_text("\n".join(lines) + "\n")
+    return changed
 
 
 def console_table(runs: list[PaperRun], console) -> None:
