@@ -15,7 +15,7 @@ from optzoo.dks import (
     truncated_power,
 )
 from optzoo.dks.baselines import peeling_order
-from optzoo.dks.graph import edges_within
+from optzoo._core.graph import edges_within
 
 
 def _brute(g, k):

@@ -15,7 +15,7 @@ from optzoo.dks import (
     se_frank_wolfe,
 )
 from optzoo.dks.frank_wolfe import NumpyOps, fw_core, random_start
-from optzoo.dks.graph import edges_within
+from optzoo._core.graph import edges_within
 from optzoo.dks.relaxation import lipschitz, objective
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from optzoo.dks import local_max_test, mip_dks, pairwise_round, read_graph, upper_bounds
-from optzoo.dks.graph import edges_within
+from optzoo._core.graph import edges_within
 from optzoo.dks.relaxation import (
     fw_gap,
     gradient,

@@ -26,7 +26,7 @@ from optzoo.dks.baselines import (
     upper_bounds,
 )
 from optzoo.dks.frank_wolfe import frank_wolfe, se_frank_wolfe
-from optzoo.dks.graph import Graph, read_graph
+from optzoo._core.graph import Graph, read_graph
 from optzoo.dks.relaxation import local_max_test, pairwise_round
 from optzoo.dks.solve import METHODS, densest_k_subgraph
 

@@ -209,7 +209,7 @@ def random_restart_fw(graph, k, *, time_budget: float, lam: float = 1.0, max_ite
     """SE-FW from the uniform start, then from random starts until ``time_budget`` seconds
     are used; returns the best subgraph found."""
     from optzoo.dks.frank_wolfe import NumpyOps, fw_core, random_start
-    from optzoo.dks.graph import edges_within
+    from optzoo._core.graph import edges_within
     from optzoo.dks.relaxation import lipschitz
 
     owner = "random_restart_fw"

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from optzoo.dks.graph import _ranges
+from optzoo._core.graph import _ranges
 
 __all__ = [
     "objective",

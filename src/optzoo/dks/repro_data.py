@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from optzoo._core.rng import derive_seed
-from optzoo.dks.graph import Graph, read_graph
+from optzoo._core.graph import Graph, read_graph
 
 __all__ = ["find_data_file", "named_graph", "planted_graph", "large_graph", "facebook"]
 

@@ -1,6 +1,7 @@
-"""Graphs for densest k-subgraph: one canonical form and a reader for what users bring.
+"""Graphs: one canonical form and a reader for what users bring (shared by every graph
+package: :mod:`optzoo.dks`, :mod:`optzoo.coarsening`).
 
-Every solver in :mod:`optzoo.dks` works on a :class:`Graph`: a symmetric scipy CSR
+Every graph solver works on a :class:`Graph`: a symmetric scipy CSR
 adjacency with zero diagonal, no duplicate entries, finite non-negative weights and int32
 indices where they fit, plus ``labels``, the original node names (``labels[i]`` is the name
 of internal node ``i``). :func:`read_graph` builds one from SNAP edge lists (plain or gzip),
@@ -13,7 +14,8 @@ Conventions (ours, stated because users will meet them):
   collapse to one. With weights, the largest weight of the repeats is kept.
 * A matrix (scipy.sparse, .mtx, networkx ``DiGraph``) is checked for symmetry; with
   ``symmetrize=True`` (default) an asymmetric one becomes ``max(A, A.T)`` entrywise.
-* Self-loops are dropped with a warning: the diagonal is the loading ``lambda``'s job.
+* Self-loops are dropped with a warning (no method here uses them; for DkS the diagonal is
+  the loading ``lambda``'s job).
 * Node ids that are not ``0..n-1`` are mapped to ``0..n-1`` in sorted order (edge files) or
   in the graph's own node order (networkx); ``labels`` keeps the mapping.
 """
@@ -113,8 +115,8 @@ def _from_edges(u, v, w, n: int | None, labels, *, owner: str, source: str) -> G
     loops = u == v
     if loops.any():
         warnings.warn(
-            f"{owner}: dropped {int(loops.sum())} self-loop(s); the diagonal is set by the "
-            "loading lambda, not by the graph.",
+            f"{owner}: dropped {int(loops.sum())} self-loop(s); optzoo's graph methods work "
+            "on simple graphs.",
             UserWarning,
             stacklevel=3,
         )

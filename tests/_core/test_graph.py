@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from optzoo.dks import Graph, read_graph
+from optzoo._core.graph import Graph, read_graph
 
 TRI = np.array([[0, 1], [1, 2], [2, 0]])
 
