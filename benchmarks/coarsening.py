@@ -1,0 +1,117 @@
+"""Benchmark: one DIGC / ACNR update vs FGC from scratch on a large growing graph.
+
+A contextual SBM with ``--nodes`` nodes and about ``--edges`` edges (numpy only, sampled
+edge by edge, so 10^5 nodes / 10^6 edges fit in memory) is coarsened with FGC once (k
+supernodes); then ``--add`` new nodes arrive and are absorbed by DIGC and by ACNR, and FGC is
+rerun from scratch on the grown graph with the same k. All in one process; prints times,
+tracemalloc peaks and ratios, writes ``benchmarks/results/coarsening.json``. Timings on a
+shared machine are inflated by contention.
+
+    python -m benchmarks coarsening --nodes 100000 --edges 1000000 --k 200
+"""
+
+# ruff: noqa: B023  (closures here are called at once, inside the loop that defines them)
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def csbm(n, m, *, classes=10, d=32, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    u = rng.integers(0, n, int(1.1 * m))
+    same = rng.random(u.size) < 0.8
+    # intra-class partner: a random node of u's class (sorted-by-class lookup)
+    order = np.argsort(y, kind="stable")
+    starts = np.searchsorted(y[order], np.arange(classes))
+    counts = np.bincount(y, minlength=classes)
+    v_same = order[starts[y[u]] + (rng.random(u.size) * counts[y[u]]).astype(np.int64)]
+    v = np.where(same, v_same, rng.integers(0, n, u.size))
+    ok = u != v
+    u, v = u[ok][:m], v[ok][:m]
+    A = sp.csr_matrix((np.ones(2 * u.size), (np.r_[u, v], np.r_[v, u])), shape=(n, n))
+    A.data[:] = 1.0
+    X = rng.normal(size=(classes, d))[y] + rng.normal(size=(n, d))
+    return A, X
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _peak(fn):
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks coarsening", description=__doc__)
+    ap.add_argument("--nodes", type=int, default=100_000)
+    ap.add_argument("--edges", type=int, default=1_000_000)
+    ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--add", type=int, default=1000)
+    ap.add_argument("--fgc-outer", type=int, default=2)
+    ap.add_argument("--fgc-inner", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rules", default="digc,acnr",
+                    help="comma list of updates to time (ACNR refines every survivor next to "
+                         "a new node, so it is slow at 10^5 nodes)")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "coarsening.json"))
+    args = ap.parse_args(argv)
+
+    from optzoo.coarsening import DynamicCoarsener, GraphEvents, fgc
+
+    A, X = csbm(args.nodes, args.edges, seed=args.seed)
+    p0 = args.nodes - args.add
+    opts = dict(n_outer=args.fgc_outer, n_inner=args.fgc_inner)
+    dc = DynamicCoarsener(k=args.k, update="digc", certificate=False, fgc_options=opts,
+                          weights=dict(omega=0.01, zeta=1.0, alpha=0.01, beta=0.1),
+                          seed=args.seed)
+    _, t_fit = _timed(lambda: dc.fit(A[:p0, :p0], X[:p0]))
+    sub = sp.triu(A, 1).tocoo()
+    new = (sub.row >= p0) | (sub.col >= p0)
+    ev = GraphEvents(add_nodes=np.arange(p0, args.nodes), features=X[p0:],
+                     add_edges=np.stack([sub.row[new], sub.col[new]], 1))
+    res = {"nodes": args.nodes, "edges": int(A.nnz // 2), "k": args.k, "add": args.add,
+           "fgc_iterations": [args.fgc_outer, args.fgc_inner], "fit_seconds": t_fit}
+    rules = [r for r in args.rules.split(",") if r]
+    for rule in rules:
+        twin, twin2 = copy.deepcopy(dc), copy.deepcopy(dc)
+        twin.update_rule = twin2.update_rule = rule
+        _, t = _timed(lambda: twin.update(ev))
+        res[f"{rule}_seconds"] = t
+        res[f"{rule}_peak_mb"] = _peak(lambda: twin2.update(ev))
+        res[f"{rule}_iterations"] = twin.state.result.nit
+    A_t, X_t = twin.adjacency, twin.features
+    _, t = _timed(lambda: fgc(A_t, X_t, twin.state.k, seed=args.seed, **opts))
+    res["fgc_scratch_seconds"] = t
+    res["fgc_scratch_peak_mb"] = _peak(lambda: fgc(A_t, X_t, twin.state.k, seed=args.seed,
+                                                   n_outer=1, n_inner=1))
+    for rule in rules:
+        res[f"{rule}_time_ratio"] = res[f"{rule}_seconds"] / res["fgc_scratch_seconds"]
+        res[f"{rule}_memory_ratio"] = res[f"{rule}_peak_mb"] / res["fgc_scratch_peak_mb"]
+    print(f"graph: {res['nodes']} nodes, {res['edges']} edges, k={args.k}, +{args.add} nodes")
+    print(f"FGC from scratch ({args.fgc_outer}x{args.fgc_inner} its): "
+          f"{res['fgc_scratch_seconds']:.2f} s, peak {res['fgc_scratch_peak_mb']:.1f} MiB")
+    for rule in rules:
+        print(f"{rule.upper()} update: {res[f'{rule}_seconds']:.3f} s "
+              f"(ratio {res[f'{rule}_time_ratio']:.4f}), peak {res[f'{rule}_peak_mb']:.1f} MiB "
+              f"(ratio {res[f'{rule}_memory_ratio']:.3f})")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2))
+    return 0
