@@ -92,7 +92,7 @@ def reproduce(
     from rich.console import Console
 
     from optzoo._core.io import environment_manifest
-    from optzoo.papers import get_paper
+    from optzoo.papers import get_paper, implemented_papers
     from optzoo.repro import report
 
     console = console or Console()
@@ -153,9 +153,20 @@ def reproduce(
     report.write_markdown(runs, out / "report.md", meta)
     report.write_html(runs, out / "report.html", meta)
     if write_docs:
-        path = report.write_results_doc(runs, docs_dir, meta)
-        console.log(f"wrote {path}")
-        if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", runs, scale):
+        # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,
+        # not only the papers of this invocation, so papers can be re-run one at a time.
+        doc_runs = list(runs)
+        for paper in implemented_papers():
+            if paper.slug in slugs:
+                continue
+            records, _ = collect_results(out, paper.slug, scale)
+            if records:
+                doc_runs.append(judge_paper(paper.slug, paper.repro_module, scale, records, {}, out))
+        order = {p.slug: p.number for p in implemented_papers()}
+        doc_runs.sort(key=lambda r: order.get(r.slug, 0))
+        path = report.write_results_doc(doc_runs, docs_dir, meta)
+        console.log(f"wrote {path} ({len(doc_runs)} papers)")
+        if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
             console.log("updated the last-verdicts column of README.md")
     report.console_table(runs, console)
     console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'} "
