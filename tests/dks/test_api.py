@@ -2,7 +2,6 @@
 
 import json
 import sys
-import warnings
 
 import networkx as nx
 import numpy as np

@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from optzoo._core.graph import edges_within
 from optzoo.dks import (
     eigenvector_topk,
     greedy_peeling,
@@ -15,7 +16,6 @@ from optzoo.dks import (
     truncated_power,
 )
 from optzoo.dks.baselines import peeling_order
-from optzoo._core.graph import edges_within
 
 
 def _brute(g, k):

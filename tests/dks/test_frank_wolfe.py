@@ -1,12 +1,12 @@
 """Spec section 4, properties 4, 6, 7, 10, 12 and determinism: FW and SE-FW behaviour."""
 
 import itertools
-import warnings
 
 import networkx as nx
 import numpy as np
 import pytest
 
+from optzoo._core.graph import edges_within
 from optzoo.dks import (
     NotConvergedWarning,
     frank_wolfe,
@@ -15,7 +15,6 @@ from optzoo.dks import (
     se_frank_wolfe,
 )
 from optzoo.dks.frank_wolfe import NumpyOps, fw_core, random_start
-from optzoo._core.graph import edges_within
 from optzoo.dks.relaxation import lipschitz, objective
 
 

@@ -5,12 +5,11 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optzoo.dks import local_max_test, mip_dks, pairwise_round, read_graph, upper_bounds
 from optzoo._core.graph import edges_within
+from optzoo.dks import local_max_test, mip_dks, pairwise_round, read_graph, upper_bounds
 from optzoo.dks.relaxation import (
     fw_gap,
     gradient,

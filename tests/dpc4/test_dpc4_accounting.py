@@ -1,11 +1,16 @@
 """Accounting: the spec's full-batch vectors, cross-checks, calibration, hard stop."""
 
-import warnings
 
 import numpy as np
 import pytest
 
-from optzoo.dpc4 import PrivacyBudgetExceeded, PrivacyLedger, calibrate, gaussian_dp_epsilon, rdp_epsilon
+from optzoo.dpc4 import (
+    PrivacyBudgetExceeded,
+    PrivacyLedger,
+    calibrate,
+    gaussian_dp_epsilon,
+    rdp_epsilon,
+)
 
 VECTORS = [  # (schedule, mu, exact GDP eps, RDP eps by Opacus' formula), delta = 1e-5
     ([20.0] * 50, 0.3536, 1.3565, 1.4781),

@@ -6,8 +6,16 @@ import warnings
 import pytest
 import torch
 
-from optzoo.dpc4 import (DPC4, DPSGD, PoissonLoader, PrivacyBudgetExceeded, PrivacyLedger, ShiftedDecay,
-                         calibrate, per_sample_grads)
+from optzoo.dpc4 import (
+    DPC4,
+    DPSGD,
+    PoissonLoader,
+    PrivacyBudgetExceeded,
+    PrivacyLedger,
+    ShiftedDecay,
+    calibrate,
+    per_sample_grads,
+)
 
 torch.set_num_threads(1)
 N = 64

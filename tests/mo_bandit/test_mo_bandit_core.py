@@ -5,11 +5,31 @@ import itertools
 import numpy as np
 import pytest
 
-from optzoo.mo_bandit import (Binary, Categorical, MOProblem, Oracle, Permutation, bi_knapsack,
-                              bi_tsp, divide_and_learn, hv_ratio, hypervolume, nondominated_mask,
-                              separable_categorical, toy_accelerator, tri_tsp)
-from optzoo.mo_bandit.bandit import (BanditStats, RewardNormalizer, construct, coverage, decompose,
-                                     overlap_at, perturb)
+from optzoo.mo_bandit import (
+    Binary,
+    Categorical,
+    MOProblem,
+    Oracle,
+    Permutation,
+    bi_knapsack,
+    bi_tsp,
+    divide_and_learn,
+    hv_ratio,
+    hypervolume,
+    nondominated_mask,
+    separable_categorical,
+    toy_accelerator,
+    tri_tsp,
+)
+from optzoo.mo_bandit.bandit import (
+    BanditStats,
+    RewardNormalizer,
+    construct,
+    coverage,
+    decompose,
+    overlap_at,
+    perturb,
+)
 from optzoo.mo_bandit.dnl import VARIANTS, _valid_mask
 
 CFG = VARIANTS["ucb"]

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from optzoo.mo_bandit import bandit_regret, bi_knapsack, bi_tsp, separable_categorical
-from optzoo.mo_bandit.baselines import exact_knapsack_front, pymoo_baseline, random_search, ws_tsp_front
+from optzoo.mo_bandit.baselines import (
+    exact_knapsack_front,
+    pymoo_baseline,
+    random_search,
+    ws_tsp_front,
+)
 from optzoo.mo_bandit.metrics import nondominated_mask
 from optzoo.repro.claim import NullProgress, Verdict
 

@@ -6,8 +6,14 @@ import torch
 from torch import nn
 
 from optzoo.repro.claim import NullProgress, Verdict
-from optzoo.safe_kl import (KLDROLoss, SafeLogSumExp, exact_logsumexp, safe_kl_logsumexp,
-                            semi_dual_objective, semidiscrete_eot)
+from optzoo.safe_kl import (
+    KLDROLoss,
+    SafeLogSumExp,
+    exact_logsumexp,
+    safe_kl_logsumexp,
+    semi_dual_objective,
+    semidiscrete_eot,
+)
 
 torch.set_num_threads(1)
 

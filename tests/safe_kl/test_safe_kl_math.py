@@ -7,8 +7,16 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from optzoo.safe_kl import (exact_logsumexp, f_rho, kappa_rho, kl_dro_loss, safe_alpha,
-                            safe_kl_divergence, safe_kl_logsumexp, sumexp_loss)
+from optzoo.safe_kl import (
+    exact_logsumexp,
+    f_rho,
+    kappa_rho,
+    kl_dro_loss,
+    safe_alpha,
+    safe_kl_divergence,
+    safe_kl_logsumexp,
+    sumexp_loss,
+)
 
 torch.set_num_threads(1)
 

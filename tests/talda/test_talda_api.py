@@ -7,9 +7,19 @@ import pytest
 import torch
 
 from optzoo._core.result import Status
-from optzoo.talda import (AGDA, GDA, TALDA, ExtraGradient, NotConvergedWarning, OptimisticGDA,
-                          TwoSidedPL, lyapunov_terms, minimax_solve, talda_solve,
-                          theory_steps)
+from optzoo.talda import (
+    AGDA,
+    GDA,
+    TALDA,
+    ExtraGradient,
+    NotConvergedWarning,
+    OptimisticGDA,
+    TwoSidedPL,
+    lyapunov_terms,
+    minimax_solve,
+    talda_solve,
+    theory_steps,
+)
 from optzoo.talda._engine import run_batch
 from optzoo.talda.problems import quadratic, robust_ls, sine_family, yang2d
 

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from optzoo._core.graph import read_graph
 from optzoo._core.result import Result
 from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
-from optzoo._core.graph import read_graph
 
 from .fgc import coarse_features, epsilon_certificate, fgc, hard_assignment, sparsify_rows
 from .updates import acnr_update, default_refine, digc_update

@@ -16,6 +16,7 @@ rule, its trigger, the exact line search and weighted-graph lambda are INFERRED 
 torch and networkx are imported only by the functions that need them.
 """
 
+from optzoo._core.graph import Graph, read_graph
 from optzoo.dks._common import NotConvergedWarning
 from optzoo.dks.baselines import (
     eigenvector_topk,
@@ -26,7 +27,6 @@ from optzoo.dks.baselines import (
     upper_bounds,
 )
 from optzoo.dks.frank_wolfe import frank_wolfe, se_frank_wolfe
-from optzoo._core.graph import Graph, read_graph
 from optzoo.dks.relaxation import local_max_test, pairwise_round
 from optzoo.dks.solve import METHODS, densest_k_subgraph
 

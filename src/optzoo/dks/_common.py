@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from optzoo._core.graph import Graph, edges_within, read_graph
 from optzoo._core.result import Result, Status
 from optzoo._core.validation import check_int, check_real
-from optzoo._core.graph import Graph, edges_within, read_graph
 
 __all__ = ["NotConvergedWarning", "prepare", "make_result", "degree_bounds"]
 

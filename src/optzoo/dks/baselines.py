@@ -102,8 +102,8 @@ def mip_dks(graph, k, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6,
     ``extra["dual_bound"]``) when the time limit stops it with an incumbent, USER_LIMIT with
     ``fun = nan`` and an empty selection when no incumbent was found.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
     import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
     owner = "mip_dks"
     t0 = time.perf_counter()
@@ -208,8 +208,8 @@ def random_restart_fw(graph, k, *, time_budget: float, lam: float = 1.0, max_ite
                       seed: int = 0, symmetrize: bool = True, min_restarts: int = 1) -> Result:
     """SE-FW from the uniform start, then from random starts until ``time_budget`` seconds
     are used; returns the best subgraph found."""
-    from optzoo.dks.frank_wolfe import NumpyOps, fw_core, random_start
     from optzoo._core.graph import edges_within
+    from optzoo.dks.frank_wolfe import NumpyOps, fw_core, random_start
     from optzoo.dks.relaxation import lipschitz
 
     owner = "random_restart_fw"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from optzoo._core.rng import derive_seed
 from optzoo._core.graph import Graph, read_graph
+from optzoo._core.rng import derive_seed
 
 __all__ = ["find_data_file", "named_graph", "planted_graph", "large_graph", "facebook"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

@@ -9,7 +9,7 @@ Every step charges the :class:`PrivacyLedger` *before* drawing noise or touching
 from __future__ import annotations
 
 import secrets
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor, nn

@@ -17,8 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from optzoo._core.rng import derive_seed
-from optzoo._core.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, bootstrap_ci, paired_ci,
-                                verdict_from_interval)
+from optzoo._core.stats import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    bootstrap_ci,
+    paired_ci,
+    verdict_from_interval,
+)
 from optzoo.repro.claim import Claim, Verdict
 
 CLAIMS = [
@@ -85,8 +91,13 @@ def _front_list(F, k=200):
 
 
 def run(config: Config, seed: int, progress) -> dict:
-    from .baselines import (exact_knapsack_front, optuna_baseline, pymoo_baseline, random_search,
-                            ws_tsp_front)
+    from .baselines import (
+        exact_knapsack_front,
+        optuna_baseline,
+        pymoo_baseline,
+        random_search,
+        ws_tsp_front,
+    )
     from .dnl import bandit_regret, divide_and_learn, weight_vectors
     from .metrics import hv_ratio, hv_trace, nondominated_mask
     from .problems import separable_categorical

@@ -19,8 +19,9 @@ in order (so the archive and the hypervolume trace come from the same record for
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 

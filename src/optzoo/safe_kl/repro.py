@@ -19,8 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from optzoo._core.rng import np_rng
-from optzoo._core.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, paired_ci,
-                                verdict_all, verdict_from_interval)
+from optzoo._core.stats import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    paired_ci,
+    verdict_all,
+    verdict_from_interval,
+)
 from optzoo.repro.claim import Claim, Verdict
 
 CLAIMS = [

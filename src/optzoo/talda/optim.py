@@ -121,7 +121,7 @@ class TALDA(_MinMax):
                                "W": None, "constants": None}
 
     @classmethod
-    def from_constants(cls, min_params, max_params, constants: TwoSidedPL, *, lam="auto") -> "TALDA":
+    def from_constants(cls, min_params, max_params, constants: TwoSidedPL, *, lam="auto") -> TALDA:
         """Theory steps (lr_min = 1/M, lr_max = 1/L_y, coupling = K) and surrogate tracking."""
         if not isinstance(constants, TwoSidedPL):
             raise TypeError("The 'constants' argument of TALDA.from_constants must be a TwoSidedPL. "

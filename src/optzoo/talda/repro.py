@@ -16,8 +16,15 @@ from pathlib import Path
 import numpy as np
 
 from optzoo._core.rng import np_rng
-from optzoo._core.stats import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, bootstrap_ci, paired_ci,
-                                verdict_all, verdict_from_interval)
+from optzoo._core.stats import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    bootstrap_ci,
+    paired_ci,
+    verdict_all,
+    verdict_from_interval,
+)
 from optzoo.repro.claim import Claim, Verdict
 from optzoo.talda._engine import CALLS_PER_ITER, log_slope, run_batch
 from optzoo.talda.baselines import theory_steps

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import time
 
-
 from optzoo._core.result import Result, Status
 from optzoo._core.validation import check_real, fail
 from optzoo.talda._oracle import Oracle, as_start, check_common, warn_not_converged
