@@ -8,6 +8,12 @@ averaged over R independent replicate runs per seed. All methods use the step ru
 :math:`\\gamma_k=m/(\\mu(k+4d))` (SPSA: noisyopt's :math:`a_k` with scale m), with m picked
 from the same 3-point grid on separate tuning replicates at :math:`\\tau=1`, never on the
 evaluation replicates.
+
+The two_vs_one_point claim is also judged on the spec's environment 3 (non-smooth,
+:math:`F(x,z)=|a_z^\\top x-b_z|+\\tfrac{\\mu}{2}\\|x\\|^2` on an 8-state sticky chain,
+:math:`x^*` from the dual box QP with scipy; see ``_nonsmooth.py``): errors there are
+:math:`\\|x-x^*\\|^2/\\|x_0-x^*\\|^2`, two-point radius :math:`t\\propto\\varepsilon/M`,
+one-point tunes (m, t) jointly on the tuning replicates.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from optzoo._core.stats import (
     verdict_from_interval,
 )
 from optzoo.markov_zo._bank import _Chains, run_bank
+from optzoo.markov_zo._nonsmooth import nonsmooth_instance, run_bank_nonsmooth
 from optzoo.markov_zo.theory import batch_error, crossover_tau, predicted_ratio
 from optzoo.markov_zo.zo import sphere_directions, two_point_estimates
 from optzoo.repro.claim import Claim, Verdict
@@ -50,9 +57,11 @@ CLAIMS = [
     Claim("zo_vs_spsa", "Same-state two-point ZO beats SPSA (noisyopt schedule, two plain calls "
           "on consecutive states) at large tau.", "err ZO-MLMC / err SPSA",
           "paired CI of log ratio < 0"),
-    Claim("two_vs_one_point", "Two-point feedback needs fewer calls than one-point feedback.",
-          "err two-point / err one-point at equal calls, d = min, tau in {1, max}",
-          "paired CI of log ratio < 0"),
+    Claim("two_vs_one_point", "Two-point feedback needs fewer calls than one-point feedback, "
+          "on smooth and on non-smooth strongly convex problems.",
+          "err two-point / err one-point at equal calls, d = min, tau in {1, max}; smooth "
+          "(env 1) and non-smooth (env 3) judged separately",
+          "paired CI of log ratio < 0 in both; reproduced only if both are"),
     Claim("rate_vs_lower_bound", "The measured error decays as 1/N, the order of the "
           "Omega((d+tau)/N) lower bound (form INFERRED).", "slope of log err vs log calls",
           "CI of slope within [-1.3, -0.7]"),
@@ -71,17 +80,29 @@ class Config:
     var_cells: tuple = ((10, 1, 8), (10, 10, 8), (10, 100, 64), (50, 1, 64), (50, 10, 8),
                         (50, 100, 64))
     api_check: bool = True
+    ns_states: int = 8
 
+
+QUICK_BUDGET = 50_000
 
 SCALES = {
     "smoke": Config(dims=(10,), taus=(1, 3, 30), budget=3000, reps=2, tune_reps=2, var_reps=800,
                     var_cells=((10, 1, 8), (10, 30, 8)), api_check=False),
-    "quick": Config(),
+    # The spec's quick scale says <= 2e5 calls per run; 2e4 was used while timings were
+    # inflated by machine contention. QUICK_BUDGET is the largest value that keeps 3 seeds
+    # with 2 jobs under the spec's 3 minutes on the quiet machine (see the docs).
+    "quick": Config(budget=QUICK_BUDGET),
     "full": Config(dims=(10, 50, 200), taus=(1, 3, 10, 30, 100, 300, 1000), budget=200_000,
                    reps=8, tune_reps=4, var_reps=20_000),
 }
 
 ONE_POINT_SMOOTHING = 0.5
+# Environment 3 (non-smooth): mu, the relative accuracy eps that sets the two-point radius
+# t = eps * mu * |x0 - x*|^2 / (2 M) (t proportional to eps/M, spec), and the radii offered
+# to one-point feedback (tuned jointly with m on the tuning replicates; all INFERRED).
+NS_MU = 1.0
+NS_EPS = 1e-3
+NS_ONE_POINT_RADII = (0.25, 0.5, 1.0)
 _CAP = 1e12  # diverged runs are recorded at this error so statistics stay finite
 
 
@@ -106,6 +127,49 @@ def _bank(method, d, taus, cfg, rng, *, budget, grad_cost=1.0, batch=1, smoothin
     tune = np.log(rec[:, T * R:, -1]).mean(1)
     g = int(np.argmin(tune))
     return rec[g, :T * R].reshape(T, R, -1), float(cfg.grid[g])
+
+
+def _bank_nonsmooth(method, inst, taus, cfg, rng, *, budget, x0, settings):
+    """Env 3: tune (m, t, k0) over ``settings`` on tau=1 tuning replicates; eval (tau, rep, C)."""
+    taus = np.asarray(taus, dtype=float)
+    S, d = inst["A"].shape
+    T, R, Rt = taus.size, cfg.reps, cfg.tune_reps
+    tau_copy = np.concatenate([np.repeat(taus, R), np.ones(Rt)])
+    from optzoo.markov_zo.chains import StickyChain
+
+    stay1 = np.array([StickyChain.with_mixing_time(np.arange(S), int(t)).stay_prob
+                      for t in tau_copy])
+    n, G = tau_copy.size, len(settings)
+    par = np.asarray(settings, dtype=float)  # (G, 3): m, t, k0
+    rec = run_bank_nonsmooth(method, inst, stay=np.tile(stay1, G),
+                             max_level=np.tile([_max_level(d, t) for t in tau_copy], G),
+                             lr_mult=np.repeat(par[:, 0], n), smoothing=np.repeat(par[:, 1], n),
+                             lr_offset=np.repeat(par[:, 2], n), budget=budget, x0=x0, rng=rng)
+    rec = np.minimum(rec, _CAP).reshape(G, n, -1)
+    g = int(np.argmin(np.log(rec[:, T * R:, -1]).mean(1)))
+    return rec[g, :T * R].reshape(T, R, -1), [float(v) for v in par[g]]
+
+
+def _nonsmooth(cfg, seed, d, taus):
+    """Env 3: two- vs one-point ZO-MLMC on |a_z'x - b_z| + mu/2 |x|^2, errors / |x0 - x*|^2."""
+    inst = nonsmooth_instance(d, cfg.ns_states, NS_MU, np_rng(seed, "ns_inst", d))
+    xs = inst["xstar"]
+    x0 = xs + 1.0  # |x0 - x*|^2 = d, as in env 1
+    r0 = float(((x0 - xs) ** 2).sum())
+    lip = float(np.linalg.norm(inst["A"], axis=1).max()
+                + NS_MU * (np.linalg.norm(x0) + np.linalg.norm(x0 - xs)))
+    t2 = NS_EPS * NS_MU * r0 / (2.0 * lip)
+    e2, s2 = _bank_nonsmooth("zo2", inst, taus, cfg, np_rng(seed, "ns_zo2", d),
+                             budget=cfg.budget, x0=x0,
+                             settings=[(m, t2, 4.0 * d) for m in cfg.grid])
+    e1, s1 = _bank_nonsmooth("zo1", inst, taus, cfg, np_rng(seed, "ns_zo1", d),
+                             budget=cfg.budget, x0=x0,
+                             settings=[(m, t, 4.0 * d ** 2 / t ** 2) for m in cfg.grid
+                                       for t in NS_ONE_POINT_RADII])
+    return {"d": d, "taus": [float(t) for t in taus], "states": cfg.ns_states, "mu": NS_MU,
+            "lipschitz": lip, "smoothing_two": t2, "dual_gap": float(inst["gap"]),
+            "two": (e2[:, :, -1].mean(1) / r0).tolist(), "one": (e1[:, :, -1].mean(1) / r0).tolist(),
+            "setting_two": s2, "setting_one": s1}
 
 
 def _variance_law(cfg, rng):
@@ -133,7 +197,7 @@ def _variance_law(cfg, rng):
 def run(config: Config, seed: int, progress) -> dict:
     cfg = config
     dmin, dmax, tmax = min(cfg.dims), max(cfg.dims), max(cfg.taus)
-    steps = 2 * len(cfg.dims) + 5 + int(cfg.api_check)
+    steps = 2 * len(cfg.dims) + 6 + int(cfg.api_check)
     progress.start(steps, "markov_zo")
     res: dict = {"config": {k: getattr(cfg, k) for k in ("dims", "taus", "budget", "reps")}}
     res["variance_law"] = _variance_law(cfg, np_rng(seed, "varlaw"))
@@ -169,6 +233,8 @@ def run(config: Config, seed: int, progress) -> dict:
     e2, m2 = _bank("zo2", dmin, tb, cfg, np_rng(seed, "zo2b", dmin), budget=cfg.budget)
     res["one_vs_two"] = {"d": dmin, "taus": list(tb), "one": e1[:, :, -1].mean(1).tolist(),
                          "two": e2[:, :, -1].mean(1).tolist(), "lr_one": m1, "lr_two": m2}
+    progress.advance()
+    res["one_vs_two_nonsmooth"] = _nonsmooth(cfg, seed, dmin, tb)
     progress.advance()
     if cfg.api_check:  # the public solver on the same problem, as a cross-check of the bank
         from optzoo.markov_zo import MarkovOracle, StickyChain, markov_zo_minimize
@@ -260,11 +326,18 @@ def judge(per_seed: list[dict]) -> list[Verdict]:
         iv = paired_ci(zo_big, other, transform="logratio")
         out.append(Verdict(cid, verdict_from_interval(iv, higher_is_better=False),
                            f"log(err ZO-MLMC / err {key}) at tau={taus[-1]:g} {iv}", iv.to_dict()))
-    two = [x for r in per_seed for x in r["one_vs_two"]["two"]]
-    one = [x for r in per_seed for x in r["one_vs_two"]["one"]]
-    iv = paired_ci(two, one, transform="logratio")
-    out.append(Verdict("two_vs_one_point", verdict_from_interval(iv, higher_is_better=False),
-                       f"log(err two-point / err one-point) {iv}", iv.to_dict()))
+    parts, ivs = [], {}
+    for env, key in (("smooth", "one_vs_two"), ("non-smooth", "one_vs_two_nonsmooth")):
+        two = [x for r in per_seed for x in r[key]["two"]]
+        one = [x for r in per_seed for x in r[key]["one"]]
+        iv = paired_ci(two, one, transform="logratio")
+        ivs[env] = (iv, verdict_from_interval(iv, higher_is_better=False))
+        parts.append(f"{env}: log(err two-point / err one-point) {iv} -> {ivs[env][1]}")
+    vs = [v for _, v in ivs.values()]
+    v = (REPRODUCED if all(x == REPRODUCED for x in vs)
+         else NOT_REPRODUCED if NOT_REPRODUCED in vs else INCONCLUSIVE)
+    out.append(Verdict("two_vs_one_point", v, "; ".join(parts),
+                       {env: {**iv.to_dict(), "verdict": vv} for env, (iv, vv) in ivs.items()}))
     # rate: slope of log err vs log calls, averaged over the (d, tau) sweep
     cps = np.log(np.asarray(per_seed[0]["checkpoints"]))
     slopes = []

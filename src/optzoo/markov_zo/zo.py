@@ -195,7 +195,11 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     feedback : ``"two_point"`` (default) or ``"one_point"``.
     lr : float, callable ``k -> step``, or None for :math:`1/(\\mu(k+k_0))` (needs ``mu``).
     lr_offset : :math:`k_0` of the default schedule (default 4d, INFERRED).
-    smoothing : radius :math:`t>0` (default 1e-4, INFERRED for smooth problems).
+    smoothing : radius :math:`t>0` (default 1e-4, INFERRED for smooth problems). For
+        non-smooth :math:`F(\\cdot,z)` (M-Lipschitz, e.g. :math:`|a_z^\\top x-b_z|+\\frac{\\mu}{2}\\|x\\|^2`)
+        the two-point estimator is unbiased for the ball-smoothed :math:`f_t`, with
+        :math:`0\\le f_t-f\\le Mt`; take :math:`t\\propto\\varepsilon/M` for accuracy
+        :math:`\\varepsilon` (spec; tested in ``tests/markov_zo/test_markov_zo_nonsmooth.py``).
     batching : ``"randomized"`` (MLMC, the paper) or ``"fixed"`` (``batch`` samples per step).
     batch, max_level : B and M; M defaults to :math:`2^{\\lceil\\log_2(d+\\tau)\\rceil}` with
         :math:`\\tau` the chain's ``mixing_time`` (d if unknown).
