@@ -75,10 +75,10 @@ class _QueueProgress:
         self._q, self._key = q, key
 
     def start(self, total: int, description: str = "") -> None:
-        self._q.put((self._key, "start", int(total), str(description)))
+        self._q.put(("progress", self._key, "start", int(total), str(description)))
 
     def advance(self, n: int = 1) -> None:
-        self._q.put((self._key, "advance", int(n), ""))
+        self._q.put(("progress", self._key, "advance", int(n), ""))
 
 
 def _limit_threads(threads: int) -> None:
@@ -211,48 +211,80 @@ def run_units(
     return outcomes
 
 
+def _unit_entry(unit: Unit, scale: str, threads: int, q) -> None:
+    """Body of a unit's process: run it and send the record back on the shared queue."""
+    q.put(("result", f"{unit.slug}:{unit.seed}", run_unit(unit, scale, threads, q)))
+
+
 def _run_local(todo, scale, out, jobs, threads, bars, done) -> None:
+    """At most ``jobs`` unit processes at a time, one fresh interpreter per unit (spawn: thread
+    limits apply before numpy/torch load, nothing leaks between units). Progress events and
+    results come back on one queue. On any exception (Ctrl-C included) every running unit
+    process is terminated, then killed if it does not stop, before the exception propagates."""
     import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    ctx = mp.get_context("spawn")  # fresh interpreter per unit: thread limits apply, no leaks
-    manager = ctx.Manager()
-    q = manager.Queue()
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, max_tasks_per_child=1)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    waiting = list(todo)
+    running: dict[str, tuple[Unit, Any]] = {}
+    results: dict[str, dict[str, Any]] = {}
+
+    def finish(key: str, record: dict[str, Any]) -> None:
+        unit, proc = running.pop(key)
+        proc.join(timeout=30)
+        bars.finish(key)
+        done(_write_outcome(out, unit, record))
+
     try:
-        pending = {pool.submit(run_unit, u, scale, threads, q): u for u in todo}
-        while pending:
-            finished, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            _drain(q, bars)
-            for fut in finished:
-                unit = pending.pop(fut)
-                try:
-                    record = fut.result()
-                except Exception:  # the worker process itself died (e.g. killed, OOM)
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                unit = waiting.pop(0)
+                proc = ctx.Process(target=_unit_entry, args=(unit, scale, threads, q),
+                                   name=f"optzoo-{unit.slug}-{unit.seed}")
+                proc.start()
+                running[f"{unit.slug}:{unit.seed}"] = (unit, proc)
+            _drain(q, bars, results, timeout=0.2)
+            for key in [k for k in running if k in results]:
+                finish(key, results.pop(key))
+            for key, (unit, proc) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                _drain(q, bars, results, timeout=1.0)  # its result may still be in the pipe
+                record = results.pop(key, None)
+                if record is None:  # the process died without a record (killed, OOM, segfault)
                     record = {"slug": unit.slug, "seed": unit.seed, "scale": scale,
-                              "status": "error", "traceback": traceback.format_exc()}
-                bars.finish(f"{unit.slug}:{unit.seed}")
-                done(_write_outcome(out, unit, record))
+                              "status": "error",
+                              "traceback": f"unit process exited with code {proc.exitcode} "
+                                           "before returning a result"}
+                finish(key, record)
     except BaseException:
-        # Ctrl-C or anything else: stop the workers now, keep what is on disk.
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        procs = [proc for _, proc in running.values()]
+        for proc in procs:
             proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        manager.shutdown()
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        q.cancel_join_thread()
         raise
-    pool.shutdown(wait=True)
-    manager.shutdown()
+    finally:
+        q.close()
 
 
-def _drain(q, bars: _Bars) -> None:
+def _drain(q, bars: _Bars, results: dict[str, dict[str, Any]], timeout: float) -> None:
+    """Handle queued messages: block up to ``timeout`` for the first, then take what is there."""
+    block = True
     while True:
         try:
-            key, kind, n, desc = q.get_nowait()
+            msg = q.get(timeout=timeout) if block else q.get_nowait()
         except queue_mod.Empty:
             return
-        except (EOFError, OSError):
-            return
-        bars.handle(key, kind, n, desc)
+        block = False
+        if msg[0] == "progress":
+            bars.handle(*msg[1:])
+        else:
+            results[msg[1]] = msg[2]
 
 
 def _run_ray(todo, scale, out, jobs, threads, address, bars, done) -> None:
