@@ -164,7 +164,11 @@ def reproduce(
                 doc_runs.append(judge_paper(paper.slug, paper.repro_module, scale, records, {}, out))
         order = {p.slug: p.number for p in implemented_papers()}
         doc_runs.sort(key=lambda r: order.get(r.slug, 0))
-        path = report.write_results_doc(doc_runs, docs_dir, meta)
+        merged = sorted({r.slug for r in doc_runs} - set(slugs))
+        doc_meta = dict(meta, note=(
+            f"Papers not named in this command ({', '.join(merged)}) are judged from their "
+            f"earlier finished units in `{out}`; each section gives its own seeds.") if merged else "")
+        path = report.write_results_doc(doc_runs, docs_dir, doc_meta)
         console.log(f"wrote {path} ({len(doc_runs)} papers)")
         if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
             console.log("updated the last-verdicts column of README.md")

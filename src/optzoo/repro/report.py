@@ -77,6 +77,7 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
         f"- git commit: `{env.get('git_commit')}`; python {env.get('python')}; "
         f"CPU: {env.get('cpu')} ({env.get('cpu_count')} cores); backend {meta.get('backend')}, "
         f"{meta.get('jobs')} jobs, {meta.get('threads_per_unit')} thread(s) per unit",
+        *([f"- {meta['note']}"] if meta.get("note") else []),
         "",
         "Verdicts are decided by each paper's `judge()` from statistics over seeds (paired "
         "differences with bootstrap confidence intervals): **reproduced** when the interval "
