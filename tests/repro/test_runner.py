@@ -96,8 +96,11 @@ def test_interrupt_keeps_finished_units(tmp_path):
 
     script = tmp_path / "drive.py"
     script.write_text(
-        "import sys\nfrom pathlib import Path\nfrom optzoo.repro.pipeline import reproduce\n"
+        "import signal, sys\nfrom pathlib import Path\nfrom optzoo.repro.pipeline import reproduce\n"
         "if __name__ == '__main__':\n"
+        # A background job of a non-interactive shell (as CI may be) starts with SIGINT
+        # ignored, and Python then leaves it ignored: give the driver a terminal's Ctrl-C.
+        "    signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         f"    sys.exit(reproduce(['selftest'], scale='slow', seeds=2, jobs=2, out=Path(sys.argv[1]),"
         f" modules={{'selftest': '{MOD}'}}))\n"
     )
