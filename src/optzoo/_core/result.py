@@ -33,9 +33,6 @@ class Status(enum.StrEnum):
     DIVERGED = "diverged"
     NUMERICAL_ERROR = "numerical_error"
 
-    def __str__(self) -> str:  # so f-strings and JSON show "converged", not "Status.CONVERGED"
-        return self.value
-
 
 @dataclass
 class Result:
