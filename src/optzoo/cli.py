@@ -64,7 +64,7 @@ def show(
     console.print(f"API: {', '.join(paper.api)}   docs: docs/papers/{slug}.md")
     mod = importlib.import_module(paper.repro_module)
     for c in mod.CLAIMS:
-        console.print(f"  - [bold]{c.id}[/bold]: {c.statement} [dim]({c.direction})[/dim]")
+        console.print(f"  - [bold]{c.id}[/bold] ({c.kind}): {c.statement} [dim]({c.rule()})[/dim]")
     records, scale = collect_results(out, slug)
     if not records:
         console.print(f"no results in {out / slug}; run `optzoo reproduce {slug}`")
@@ -78,14 +78,14 @@ def show(
 def reproduce(
     slugs: Annotated[list[str] | None, typer.Argument(help="papers to run (default: all implemented)")] = None,
     scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
-    seeds: Annotated[int, typer.Option(min=1, help="number of seeds")] = 3,
+    seeds: Annotated[int | None, typer.Option(min=1, help="seeds per paper (default: each paper's SCALES)")] = None,
     seed_start: Annotated[int, typer.Option(min=0, help="first seed: runs seeds S..S+N-1")] = 0,
     jobs: Annotated[int, typer.Option(min=1, help="units run in parallel")] = 2,
     backend: Annotated[str, typer.Option(help="local | ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
-    resume: Annotated[bool, typer.Option(help="skip units already finished in OUT")] = False,
-    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md")] = False,
+    resume: Annotated[bool, typer.Option(help="skip units finished in OUT by the same code and config")] = False,
+    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks")] = False,
 ) -> None:
     """Run papers' reproductions, one process per (paper, seed), and write the report."""
     from optzoo.papers import get_paper, implemented_papers

@@ -17,7 +17,7 @@ TRI = np.array([[0, 1], [1, 2], [2, 0]])
 
 def _canon(g: Graph):
     coo = sp.triu(g.adj, 1).tocoo()
-    return sorted(zip(g.labels[coo.row].tolist(), g.labels[coo.col].tolist(), coo.data.tolist()))
+    return sorted(zip(g.labels[coo.row].tolist(), g.labels[coo.col].tolist(), coo.data.tolist(), strict=True))
 
 
 def test_edge_list_text_and_gzip(tmp_path):

@@ -1,34 +1,34 @@
 import numpy as np
 import pytest
 
-from optzoo._core.stats import (
-    INCONCLUSIVE,
-    NOT_REPRODUCED,
-    REPRODUCED,
-    Interval,
-    bootstrap_ci,
-    mean_ci,
-    paired_ci,
-    verdict_all,
-    verdict_from_interval,
-)
+from optzoo._core.stats import MIN_BOOTSTRAP_N, bootstrap_ci, mean_ci, paired_ci
 
 
 def test_bootstrap_ci_covers_mean_and_is_deterministic():
     x = np.random.default_rng(1).normal(2.0, 1.0, 200)
     a, b = bootstrap_ci(x, seed=3), bootstrap_ci(x, seed=3)
-    assert a == b
+    assert a == b and a.method == "bootstrap"
     assert a.low < x.mean() < a.high
     assert a.low < 2.0 < a.high
 
 
+def test_bootstrap_refuses_samples_too_small_for_its_level():
+    # with 3 values the percentile bootstrap is [min, max]: about 75% coverage, not 95%
+    with pytest.raises(ValueError, match=f"at least {MIN_BOOTSTRAP_N} values"):
+        bootstrap_ci([1.0, 2.0, 3.0])
+
+
 def test_mean_ci_coverage_is_near_nominal():
     rng = np.random.default_rng(0)
+    for n in (3, 10):
+        cover = sum(mean_ci(rng.normal(0, 1, n)).low < 0 < mean_ci(rng.normal(0, 1, n)).high
+                    for _ in range(1))  # smoke: the interval is well formed
+        assert cover in (0, 1)
     cover = 0
-    for _ in range(400):
-        ci = mean_ci(rng.normal(0, 1, 10))
+    for _ in range(2000):
+        ci = mean_ci(rng.normal(0, 1, 3))
         cover += ci.low < 0 < ci.high
-    assert 0.91 < cover / 400 < 0.99
+    assert 0.93 < cover / 2000 < 0.97  # exact for normal data even with 3 seeds
 
 
 def test_paired_ci_diff_and_logratio():
@@ -42,15 +42,5 @@ def test_paired_ci_diff_and_logratio():
         paired_ci([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="finite"):
         paired_ci([np.nan], [1.0])
-
-
-def test_verdict_rules():
-    assert verdict_from_interval(Interval(1, 0.5, 1.5, 5)) == REPRODUCED
-    assert verdict_from_interval(Interval(-1, -1.5, -0.5, 5)) == NOT_REPRODUCED
-    assert verdict_from_interval(Interval(0, -0.5, 0.5, 5)) == INCONCLUSIVE
-    assert verdict_from_interval(Interval(1, 1, 1, 1)) == INCONCLUSIVE  # one seed never decides
-    assert verdict_from_interval(Interval(-1, -1.5, -0.5, 5), higher_is_better=False) == REPRODUCED
-    assert verdict_from_interval(Interval(0.95, 0.92, 0.97, 5), threshold=0.9) == REPRODUCED
-    assert verdict_all([True, True]) == REPRODUCED
-    assert verdict_all([True, False]) == NOT_REPRODUCED
-    assert verdict_all([]) == INCONCLUSIVE
+    with pytest.raises(ValueError, match="'level' argument of mean_ci"):
+        mean_ci([1.0, 2.0], level=1.5)

@@ -1,7 +1,21 @@
 import pytest
 
-from optzoo.repro.claim import PaperRun, Verdict
-from optzoo.repro.report import format_numbers, write_html, write_markdown, write_results_doc
+from optzoo.repro.claim import Claim, PaperRun, Verdict
+from optzoo.repro.judging import judge
+from optzoo.repro.report import (
+    RESULTS_BEGIN,
+    RESULTS_END,
+    format_numbers,
+    paper_summary,
+    update_paper_docs,
+    write_html,
+    write_markdown,
+    write_results_doc,
+)
+
+CLAIM = Claim("finite_step", "Ends integral.", "log ratio", threshold=0.0)
+CHECK = Claim("invariant", "Weights sum to k.", "per seed", direction="all", kind="check")
+FINDING = Claim("ours", "Peeling wins on SBM.", "log ratio", kind="finding")
 
 
 def test_verdict_rejects_unknown_value():
@@ -10,30 +24,64 @@ def test_verdict_rejects_unknown_value():
 
 
 def _run(tmp_path):
-    fig = tmp_path / "f.png"
-    import matplotlib
+    from optzoo.repro.figures import forest_plot, new_figure, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    fig, ax = new_figure()
+    ax.plot([0, 1])
+    other = save_figure(fig, tmp_path / "f.png")
+    verdicts = [judge(CLAIM, [-1.0, -1.1, -0.9, -1.2, -1.0]),
+                judge(FINDING, {"sbm": [0.1, 0.3, -0.2, 0.0, 0.2], "lfr": [1.0, 1.1, 0.9, 1.0, 1.2]}),
+                judge(CHECK, [True, True, True, True, True])]
+    forest = forest_plot(verdicts, tmp_path / "forest.png", "dks")
+    return PaperRun("dks", "smoke", [0, 1, 2, 3, 4], [{}] * 5, verdicts,
+                    errors={5: "Traceback\nValueError: boom"}, figures=[str(forest), str(other)],
+                    provenance=["abc123def456"])
 
-    plt.figure().savefig(fig)
-    plt.close("all")
-    return PaperRun("dks", "smoke", [0, 1], [{}, {}],
-                    [Verdict("finite_step", "not reproduced", "failed on K5", {"rate": 0.5})],
-                    errors={2: "Traceback\nValueError: boom"}, figures=[str(fig)])
 
-
-def test_reports_show_verdicts_errors_and_figures(tmp_path):
+def test_reports_show_summary_kinds_errors_and_figures(tmp_path):
     run = _run(tmp_path)
-    meta = {"scale": "smoke", "seeds": [0, 1, 2], "environment": {}}
+    meta = {"scale": "smoke", "seeds": [0, 1, 2, 3, 4], "environment": {}}
     md = write_markdown([run], tmp_path / "report.md", meta).read_text()
-    assert "| dks | finite_step | **not reproduced** | rate=0.5 |" in md
-    assert "ValueError: boom" in md and "![f](f.png)" in md
+    summary = md.split("## Summary")[1].split("###")[0]
+    assert "- **dks**: 0/1 claims reproduced, 1 not reproduced" in summary
+    assert "checks: 1/1 passed" in summary and "our findings: 0/1 reproduced" in summary
+    assert "units at abc123def456" in summary
+    claims = md.split("### Claims of the papers")[1].split("###")[0]
+    assert "| dks | finite_step | **not reproduced** |" in claims and "invariant" not in claims
+    assert "### Checks of our implementation (not counted)" in md
+    # an inconclusive verdict says how wide it is and how many seeds would decide it
+    assert "half-width" in md and "seeds would decide it" in md
+    assert "ValueError: boom" in md and "![forest](forest.png)" in md and "![f](f.png)" in md
     html = write_html([run], tmp_path / "report.html", meta).read_text()
     assert "not reproduced" in html and "base64," in html and "ValueError: boom" in html
+    assert "Checks of our implementation (not counted)" in html
     doc = write_results_doc([run], tmp_path / "docs", meta)
-    assert (tmp_path / "docs" / "results" / "dks" / "f.png").exists()
-    assert "](results/dks/f.png)" in doc.read_text()
+    assert (tmp_path / "docs" / "results" / "dks" / "forest.png").exists()
+    assert "](results/dks/forest.png)" in doc.read_text()
+
+
+def test_forest_plot_is_drawn(tmp_path):
+    run = _run(tmp_path)
+    png = tmp_path / "forest.png"
+    assert run.figures[0] == str(png) and png.stat().st_size > 2000
+
+
+def test_paper_docs_results_block_is_rewritten(tmp_path):
+    run = _run(tmp_path)
+    page = tmp_path / "dks.md"
+    page.write_text(f"# dks\n\n## Results\n\n{RESULTS_BEGIN}\nold 0.9 numbers\n{RESULTS_END}\n\n## After\n")
+    assert update_paper_docs(page, run)
+    text = page.read_text()
+    assert "old 0.9 numbers" not in text and "finite_step" in text and "## After" in text
+    assert "../results/dks/forest.png" in text and text.count(RESULTS_BEGIN) == 1
+    assert not update_paper_docs(page, run)  # idempotent
+    bare = tmp_path / "bare.md"
+    bare.write_text("# no markers\n")
+    assert not update_paper_docs(bare, run) and bare.read_text() == "# no markers\n"
+
+
+def test_summary_line(tmp_path):
+    assert paper_summary(_run(tmp_path)).startswith("0/1 claims reproduced, 1 not reproduced")
 
 
 def test_format_numbers():
@@ -49,10 +97,11 @@ def test_readme_verdict_column_is_updated(tmp_path):
                       "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |\n")
     run = PaperRun("dks", "quick", [0, 1, 2], [{}] * 3,
                    [Verdict("a", "reproduced", ""), Verdict("b", "not reproduced", ""),
-                    Verdict("c", "reproduced", "")])
-    assert verdict_counts(run) == "2/3 reproduced, 1 not reproduced"
+                    Verdict("c", "reproduced", ""), Verdict("d", "passed", "", kind="check")])
+    assert verdict_counts(run) == "2/3 claims reproduced, 1 not reproduced"
     assert update_readme_verdicts(readme, [run], "quick")
     text = readme.read_text()
-    assert "| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | 2/3 reproduced, 1 not reproduced (quick) |" in text
+    assert ("| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | "
+            "2/3 claims reproduced, 1 not reproduced (quick) |") in text
     assert "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |" in text
     assert not update_readme_verdicts(readme, [run], "quick")  # idempotent

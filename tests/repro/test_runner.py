@@ -36,10 +36,13 @@ def test_local_pool_writes_units_reports_and_figures(tmp_path):
         assert (tmp_path / "selftest" / f"seed-{s}.json").exists()
     md = (tmp_path / "report.md").read_text()
     assert "positive_mean" in md and "reproduced" in md
+    assert "### Checks of our implementation (not counted)" in md and "draws_finite" in md
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html  # self-contained
+    assert (tmp_path / "selftest" / "figures" / "forest.png").stat().st_size > 1000
     verdicts = json.loads((tmp_path / "selftest" / "verdicts.json").read_text())
     assert verdicts["seeds"] == [0, 1] and verdicts["verdicts"][0]["claim"] == "positive_mean"
+    assert verdicts["provenance"] and verdicts["verdicts"][1]["kind"] == "check"
 
 
 def test_seed_start_selects_other_seeds(tmp_path):
@@ -59,6 +62,51 @@ def test_resume_skips_finished_units(tmp_path):
     # without --resume everything is recomputed
     assert _run(tmp_path) == 0
     assert "marker" not in _metrics(tmp_path, 0)
+
+
+def test_resume_reruns_stale_units(tmp_path, monkeypatch):
+    """A unit from older code, another config or without provenance is never reused."""
+    from optzoo.repro import runner
+
+    assert _run(tmp_path) == 0
+    path = tmp_path / "selftest" / "seed-0.json"
+    rec = json.loads(path.read_text())
+    prov = rec["provenance"]
+    assert prov["code_files"] and "repro/_selftest.py" in prov["code_files"]
+    assert set(prov) >= {"commit", "dirty", "config_hash", "code_hash"}
+    assert runner.stale_reason(rec, MOD, "smoke") is None
+
+    def marked(**changes):
+        r = json.loads(json.dumps(rec))
+        r["metrics"]["marker"] = "old"
+        for key, value in changes.items():
+            r["provenance"][key] = value
+        return r
+
+    # 1. a source file it used has changed since
+    files = dict(prov["code_files"], **{"repro/_selftest.py": "0" * 16})
+    path.write_text(json.dumps(marked(code_files=files)))
+    assert runner.stale_reason(json.loads(path.read_text()), MOD, "smoke").startswith("code changed")
+    assert _run(tmp_path, resume=True) == 0
+    assert "marker" not in _metrics(tmp_path, 0)
+    # 2. another config under the same scale name
+    path.write_text(json.dumps(marked(config_hash="deadbeef")))
+    assert _run(tmp_path, resume=True) == 0
+    assert "marker" not in _metrics(tmp_path, 0)
+    # 3. written by a version that recorded no provenance
+    old = marked()
+    del old["provenance"]
+    path.write_text(json.dumps(old))
+    assert _run(tmp_path, resume=True) == 0
+    assert "marker" not in _metrics(tmp_path, 0)
+    # the number of seeds is not part of a unit's config
+    assert runner.config_hash(__import__(MOD, fromlist=["SCALES"]).SCALES["smoke"]) == prov["config_hash"]
+
+
+def test_default_seeds_come_from_scales(tmp_path):
+    assert _run(tmp_path, seeds=None) == 0
+    assert sorted(p.name for p in (tmp_path / "selftest").glob("seed-*.json")) == [
+        f"seed-{s}.json" for s in range(5)]  # _selftest's SCALES["smoke"].seeds
 
 
 def test_resume_ignores_other_scale(tmp_path):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from optzoo._core.stats import bootstrap_ci
+from optzoo._core.stats import mean_ci
 from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
 from optzoo.ipgrm.judges import Judge
 
@@ -278,7 +278,7 @@ def measure_drift(judge: Judge, pairs, *, n_boot: int = 1000, seed: int = 0, lev
     ``pairs``: (Q, R+, R-) triples. P0 comes from Stage 1; P+ / P- are the rubrics the
     coupled judge writes when it sees R+ / R-. Returns the mean relative deviations
     ``plus = s(R+ | P+) / s(R+ | P0) - 1`` and ``minus = s(R- | P-) / s(R- | P0) - 1`` with
-    percentile-bootstrap intervals over pairs (``optzoo._core.stats.bootstrap_ci``), the
+    Student-t intervals over pairs (``optzoo._core.stats.mean_ci``), the
     per-pair values and the number of unparseable judgments (those pairs are skipped).
     """
     check_type("judge", judge, Judge, owner="measure_drift", what="a Judge backend")
@@ -297,6 +297,6 @@ def measure_drift(judge: Judge, pairs, *, n_boot: int = 1000, seed: int = 0, lev
     for name, a, b in (("plus", s[0:n], s[n:2 * n]), ("minus", s[2 * n:3 * n], s[3 * n:])):
         dev = [y / x - 1.0 for x, y in zip(a, b, strict=True) if x is not None and y is not None]
         out["parse_failures"] += sum(x is None or y is None for x, y in zip(a, b, strict=True))
-        out[name] = (bootstrap_ci(dev, n_boot=n_boot, seed=seed, level=level).to_dict() if dev else None)
+        out[name] = mean_ci(dev, level=level).to_dict() if dev else None
         out[name + "_values"] = dev
     return out

@@ -11,16 +11,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optzoo._core.rng import np_rng
-from optzoo._core.stats import bootstrap_ci, verdict_from_interval
 from optzoo.repro.claim import Claim, Verdict
+from optzoo.repro.figures import new_figure, save_figure
+from optzoo.repro.judging import judge as decide
 
-CLAIMS = [Claim("positive_mean", "The sample mean is positive.", "mean of draws", "CI of mean > 0")]
+CLAIMS = [
+    Claim("positive_mean", "The sample mean is positive.", "mean of the seed's draws",
+          direction="greater", threshold=0.0),
+    Claim("draws_finite", "Every draw is finite.", "all draws finite", direction="all",
+          kind="check", unit="seed"),
+]
 
 
 @dataclass(frozen=True)
 class Config:
     n: int
     steps: int = 3
+    seeds: int = 5
     crash_seed: int | None = None
     sleep_seed: int | None = None  # this seed sleeps 120 s (to test interruption)
 
@@ -51,21 +58,16 @@ def run(config: Config, seed: int, progress) -> dict:
 
 
 def judge(per_seed: list[dict]) -> list[Verdict]:
-    ci = bootstrap_ci([r["mean"] for r in per_seed])
-    return [Verdict("positive_mean", verdict_from_interval(ci), f"mean {ci}", ci.to_dict())]
+    c = {c.id: c for c in CLAIMS}
+    return [
+        decide(c["positive_mean"], [r["mean"] for r in per_seed]),
+        decide(c["draws_finite"], [all(abs(m) < float("inf") for m in r["means"]) for r in per_seed]),
+    ]
 
 
 def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4, 3))
+    fig, ax = new_figure(figsize=(4, 3))
     ax.plot([r["mean"] for r in per_seed], "o")
     ax.set_xlabel("seed index")
     ax.set_ylabel("mean")
-    path = Path(outdir) / "means.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, Path(outdir) / "means.png", dpi=80)]

@@ -1,15 +1,19 @@
-"""What a paper's ``repro.py`` declares and returns.
+"""What a paper's reproduction (``optzoo.<slug>.repro``) declares and returns.
 
-A paper's reproduction module provides::
+A paper's reproduction package provides::
 
     CLAIMS: list[Claim]
-    SCALES: dict[str, Config]          # "smoke", "quick", "full": frozen dataclasses
+    SCALES: dict[str, Config]          # "smoke", "quick", "full": frozen dataclasses with .seeds
     def run(config, seed: int, progress: Progress) -> dict          # one seed, plain metrics
-    def judge(per_seed: list[dict]) -> list[Verdict]                 # statistics over seeds
+    def judge(per_seed: list[dict]) -> list[Verdict]                 # via optzoo.repro.judging
     def figures(per_seed: list[dict], outdir: pathlib.Path) -> list[pathlib.Path]
 
 ``per_seed`` is the list of the dicts that ``run`` returned, one per seed, in seed order.
 Every value in them must be JSON-serialisable (numpy scalars and arrays are converted).
+
+A :class:`Claim` is data: its kind, what one seed contributes (``metric``), the direction that
+counts as support and the threshold or margin. :mod:`optzoo.repro.judging` reads these fields
+and writes the rule and the summary from them, so a threshold is written exactly once.
 """
 
 from __future__ import annotations
@@ -17,47 +21,150 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from optzoo._core.stats import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+__all__ = [
+    "CHECK_WORDS",
+    "CLAIM_WORDS",
+    "Claim",
+    "DIRECTIONS",
+    "KINDS",
+    "NullProgress",
+    "PaperRun",
+    "Part",
+    "Progress",
+    "Verdict",
+    "VERDICTS",
+]
 
-__all__ = ["Claim", "NullProgress", "PaperRun", "Progress", "Verdict", "VERDICTS"]
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+PASSED = "passed"
+FAILED = "failed"
 
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+#: Words for claims and findings: (holds, fails, undecided).
+CLAIM_WORDS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+#: Words for checks of our own implementation.
+CHECK_WORDS = (PASSED, FAILED, INCONCLUSIVE)
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PASSED, FAILED)
+
+#: ``claim``: an empirical statement of the paper that could fail. ``check``: a property of
+#: our implementation (listed apart, never counted as support for the paper). ``finding``: our
+#: own result that is not the paper's (e.g. a counter-claim), labelled as ours.
+KINDS = ("claim", "check", "finding")
+
+#: ``greater`` / ``less``: the mean per-seed effect lies above / below ``threshold``.
+#: ``equivalent``: it lies within ``threshold +- margin`` (two one-sided tests).
+#: ``noninferior``: it lies above ``threshold - margin`` (higher is better; negate a
+#: lower-is-better metric). ``all``: a universal statement judged by counterexample
+#: search over every instance (``True`` = the statement held on that instance).
+DIRECTIONS = ("greater", "less", "equivalent", "noninferior", "all")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper, in our own words.
+    """One claim, check or finding, as data.
 
-    ``id``: short key (``"finite_step"``); ``statement``: the claim as a sentence;
-    ``metric``: what is measured; ``direction``: what counts as support, e.g.
-    ``"SE-FW edges >= peeling edges (paired CI of the log ratio >= 0)"``.
+    ``statement``: the sentence in our own words. ``metric``: what one unit of replication
+    contributes, e.g. ``"mean over graphs of log(edges SE-FW / edges peeling)"``.
+    ``unit``: the unit of replication (``"seed"``; ``"instance"`` for ``all``).
+    ``source``: where the statement comes from (``"spec C2"``, ``"abstract"``).
     """
 
     id: str
     statement: str
     metric: str
-    direction: str
+    direction: str = "greater"
+    threshold: float = 0.0
+    margin: float = 0.0
+    kind: str = "claim"
+    unit: str = "seed"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"The 'kind' argument of Claim must be one of {KINDS}. Got {self.kind!r}.")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(
+                f"The 'direction' argument of Claim must be one of {DIRECTIONS}. Got {self.direction!r}."
+            )
+        if self.direction in ("equivalent", "noninferior") and not self.margin > 0:
+            raise ValueError(
+                f"The 'margin' argument of Claim {self.id!r} must be > 0 for direction "
+                f"{self.direction!r}. Got {self.margin!r}."
+            )
+
+    @property
+    def words(self) -> tuple[str, str, str]:
+        """(holds, fails, undecided) in this kind's vocabulary."""
+        return CHECK_WORDS if self.kind == "check" else CLAIM_WORDS
+
+    def rule(self, level: float = 0.95) -> str:
+        """The decision rule in words, generated from the fields (the only place it is written)."""
+        from optzoo.repro.judging import rule_text
+
+        return rule_text(self, level)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One judged part of a claim: its estimate and interval over ``n`` units.
+
+    ``low``/``high`` are the two-sided interval at ``level`` (``None`` level: exact, a
+    deterministic instance counted once). ``adj_low``/``adj_high`` are the Bonferroni-adjusted
+    interval used for the "wrong side" decision when a claim has several parts.
+    """
+
+    name: str
+    estimate: float
+    low: float
+    high: float
+    n: int
+    verdict: str
+    level: float | None = 0.95
+    adj_low: float | None = None
+    adj_high: float | None = None
+    sd: float | None = None
+    held: int | None = None  # for direction "all": instances on which the statement held
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The judged outcome of one claim over all seeds.
 
-    ``verdict`` is one of ``"reproduced"``, ``"not reproduced"``, ``"inconclusive"``;
-    ``summary`` says in one sentence what was measured; ``numbers`` holds the key numbers
-    (estimates, interval ends, counts) shown in the report.
+    ``verdict`` is in the claim kind's vocabulary (:data:`CLAIM_WORDS` or :data:`CHECK_WORDS`);
+    ``summary`` says in one sentence what was measured; ``numbers`` holds extra key numbers.
+    ``half_width`` and ``seeds_needed`` are set for an undecided verdict: the widest
+    undecided part's interval half-width, and roughly how many seeds would decide it if the
+    estimate and spread stayed as they are (``None``: more seeds would not help).
     """
 
     claim: str
     verdict: str
     summary: str
     numbers: dict[str, Any] = field(default_factory=dict)
+    kind: str = "claim"
+    parts: tuple[Part, ...] = ()
+    rule: str = ""
+    level: float | None = 0.95
+    threshold: float | None = None
+    margin: float | None = None
+    direction: str = "greater"
+    half_width: float | None = None
+    seeds_needed: int | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(
                 f"The 'verdict' argument of Verdict must be one of {VERDICTS}. Got {self.verdict!r}."
             )
+        if self.kind not in KINDS:
+            raise ValueError(f"The 'kind' argument of Verdict must be one of {KINDS}. Got {self.kind!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,6 +183,10 @@ class PaperRun:
     figures: list[str] = field(default_factory=list)
     wall_time: float = 0.0
     judge_error: str | None = None
+    provenance: list[str] = field(default_factory=list)  # distinct "commit[+dirty]" of its units
+
+    def of_kind(self, kind: str) -> list[Verdict]:
+        return [v for v in self.verdicts if v.kind == kind]
 
 
 class Progress(Protocol):

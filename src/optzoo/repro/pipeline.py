@@ -27,7 +27,8 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
     per_seed = [r["metrics"] for r in records]
     run = PaperRun(slug=slug, scale=scale, seeds=[r["seed"] for r in records], per_seed=per_seed,
                    verdicts=[], errors=dict(errors),
-                   wall_time=sum(float(r.get("wall_time", 0.0)) for r in records))
+                   wall_time=sum(float(r.get("wall_time", 0.0)) for r in records),
+                   provenance=provenance_summary(records))
     if not per_seed:
         return run
     try:
@@ -36,18 +37,54 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
         for v in verdicts:
             if not isinstance(v, Verdict):
                 raise TypeError(f"judge() of {slug} returned {type(v).__name__}, not Verdict")
+        ids, claimed = [v.claim for v in verdicts], [c.id for c in mod.CLAIMS]
+        if ids != claimed:
+            raise ValueError(f"judge() of {slug} must return one verdict per CLAIMS entry, in "
+                             f"order: {claimed}. Got {ids}.")
+        kinds = {c.id: c.kind for c in mod.CLAIMS}
+        for v in verdicts:
+            if v.kind != kinds[v.claim]:
+                raise ValueError(f"judge() of {slug}: verdict {v.claim!r} has kind {v.kind!r}, "
+                                 f"CLAIMS says {kinds[v.claim]!r}")
         run.verdicts = verdicts
         if make_figures:
+            from optzoo.repro.figures import forest_plot
+
             figdir = Path(out) / slug / "figures"
             figdir.mkdir(parents=True, exist_ok=True)
-            run.figures = [str(p) for p in (mod.figures(per_seed, figdir) or [])]
+            forest = forest_plot(verdicts, figdir / "forest.png",
+                                 f"{slug}: estimates and {100 * (verdicts[0].level or 0.95):g}% intervals")
+            run.figures = ([str(forest)] if forest else []) + [
+                str(p) for p in (mod.figures(per_seed, figdir) or []) if Path(p).name != "forest.png"]
     except Exception:
         run.judge_error = traceback.format_exc()
     atomic_write_json(Path(out) / slug / "verdicts.json", {
-        "slug": slug, "scale": scale, "seeds": run.seeds,
+        "slug": slug, "scale": scale, "seeds": run.seeds, "provenance": run.provenance,
         "verdicts": [v.to_dict() for v in run.verdicts], "judge_error": run.judge_error,
     })
     return run
+
+
+def provenance_summary(records: list[dict[str, Any]]) -> list[str]:
+    """The distinct ``commit`` (``+dirty`` when the unit's own files had uncommitted changes)
+    of a paper's units, oldest record first; ``unknown`` for units without provenance."""
+    seen: list[str] = []
+    for r in sorted(records, key=lambda r: r.get("finished_at", "")):
+        prov = r.get("provenance") or {}
+        c = prov.get("commit")
+        tag = "unknown" if not c else c[:12] + ("+dirty" if prov.get("dirty") else "")
+        if tag not in seen:
+            seen.append(tag)
+    return seen
+
+
+def default_seeds(module: str, scale: str) -> int:
+    """The number of seeds a paper's ``SCALES[scale]`` asks for."""
+    config = importlib.import_module(module).SCALES[scale]
+    n = getattr(config, "seeds", None)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"{module}.SCALES[{scale!r}] must have an int field 'seeds' >= 1. Got {n!r}.")
+    return n
 
 
 def collect_results(out: Path, slug: str, scale: str | None = None) -> tuple[list[dict], str | None]:
@@ -75,7 +112,7 @@ def reproduce(
     slugs: list[str],
     *,
     scale: str = "quick",
-    seeds: int = 3,
+    seeds: int | None = None,
     seed_start: int = 0,
     jobs: int = 2,
     backend: str = "local",
@@ -88,7 +125,10 @@ def reproduce(
     modules: dict[str, str] | None = None,
 ) -> int:
     """Run every (paper, seed) unit, judge, draw, write the reports. Returns the exit code:
-    0 if every unit and every judge ran, 1 otherwise, 130 if interrupted."""
+    0 if every unit and every judge ran, 1 otherwise, 130 if interrupted.
+
+    ``seeds``: seeds per paper; ``None`` uses each paper's ``SCALES[scale].seeds``. Each paper
+    runs seeds ``seed_start .. seed_start + n - 1``."""
     from rich.console import Console
 
     from optzoo._core.io import environment_manifest
@@ -101,8 +141,9 @@ def reproduce(
     for slug in slugs:
         if slug not in modules:
             modules[slug] = get_paper(slug).repro_module
-    seed_list = list(range(seed_start, seed_start + seeds))
-    units = [Unit(slug, modules[slug], s) for slug in slugs for s in seed_list]
+    seed_lists = {slug: list(range(seed_start, seed_start + (seeds or default_seeds(modules[slug], scale))))
+                  for slug in slugs}
+    units = [Unit(slug, modules[slug], s) for slug in slugs for s in seed_lists[slug]]
     t0 = time.time()
 
     def announce(o: UnitOutcome) -> None:
@@ -131,7 +172,7 @@ def reproduce(
     runs: list[PaperRun] = []
     for slug in slugs:
         records, errors = [], {}
-        for s in seed_list:
+        for s in seed_lists[slug]:
             rec = load_unit(out, slug, s, scale)
             if rec is not None:
                 records.append(rec)
@@ -143,8 +184,11 @@ def reproduce(
                 errors[s] = "not run: interrupted"
         runs.append(judge_paper(slug, modules[slug], scale, records, errors, out))
 
+    distinct = {tuple(v) for v in seed_lists.values()}
     meta = {
-        "scale": scale, "seeds": seed_list, "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "scale": scale,
+        "seeds": list(next(iter(distinct))) if len(distinct) == 1 else f"per paper (SCALES), from {seed_start}",
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
         "environment": environment_manifest(), "elapsed_s": time.time() - t0,
         "backend": backend, "jobs": jobs,

@@ -1,20 +1,32 @@
 """The reproduction report: ``report.md``, a self-contained ``report.html`` (figures embedded
-as base64), ``docs/RESULTS.md`` on request, and a rich console table of claims and verdicts."""
+as base64), ``docs/RESULTS.md`` and the Results block of each ``docs/papers/<slug>.md`` on
+request, and a rich console table.
+
+The report opens with one summary line per paper. Claims (the papers' statements) are
+counted; findings (our own results) are listed as ours; checks (properties of our own
+implementation) sit in their own table and never count toward "n of m reproduced".
+"""
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from optzoo.repro.claim import PaperRun
+from optzoo.repro.claim import PaperRun, Verdict
+from optzoo.repro.figures import VERDICT_COLOURS
 
 __all__ = [
+    "RESULTS_BEGIN",
+    "RESULTS_END",
     "console_table",
     "format_numbers",
+    "paper_summary",
+    "update_paper_docs",
     "update_readme_verdicts",
     "verdict_counts",
     "write_html",
@@ -22,8 +34,21 @@ __all__ = [
     "write_results_doc",
 ]
 
-_COLOURS = {"reproduced": "#1a7f37", "not reproduced": "#cf222e", "inconclusive": "#9a6700"}
-_RICH = {"reproduced": "green", "not reproduced": "red", "inconclusive": "yellow"}
+RESULTS_BEGIN = "<!-- optzoo:results:begin -->"
+RESULTS_END = "<!-- optzoo:results:end -->"
+_RICH = {"reproduced": "green", "passed": "green", "not reproduced": "red", "failed": "red",
+         "inconclusive": "yellow"}
+
+_RULE = (
+    "Each claim is judged by `optzoo.repro.judging` (the rule is in the README, \"Reading a "
+    "report\"): the unit of replication is the seed; a Student-t interval of the mean per-seed "
+    "effect at the printed level is compared with the claim's threshold (equivalence and "
+    "non-inferiority by two one-sided tests); a claim with several parts is reproduced only "
+    "when every part is, and not reproduced when any part lies wholly on the wrong side "
+    "(Bonferroni over parts). **Claims** are the papers' statements and are counted; "
+    "**findings** are our own results, labelled as ours; **checks** test our own "
+    "implementation and never count as support for a paper. `not reproduced` is a result."
+)
 
 
 def _fmt(v: Any) -> str:
@@ -62,8 +87,89 @@ def _claims(slug: str) -> dict[str, Any]:
     return {c.id: c for c in getattr(mod, "CLAIMS", [])}
 
 
-def _md_escape(text: str) -> str:
+def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _counts(verdicts: list[Verdict], words: tuple[str, ...]) -> str:
+    n = len(verdicts)
+    counts = {w: sum(v.verdict == w for v in verdicts) for w in words}
+    out = [f"{counts[words[0]]}/{n} {words[0]}"]
+    out += [f"{counts[w]} {w}" for w in words[1:] if counts[w]]
+    return ", ".join(out)
+
+
+def verdict_counts(run: PaperRun) -> str:
+    """``"2/4 claims reproduced, 1 not reproduced, 1 inconclusive"`` (or why there are none);
+    findings and checks are not counted here."""
+    if run.judge_error:
+        return "judge failed"
+    if not run.verdicts:
+        return "no finished seeds"
+    claims = run.of_kind("claim")
+    text = (_counts(claims, ("reproduced", "not reproduced", "inconclusive")).replace(
+        " reproduced", " claims reproduced", 1) if claims else "no claims judged")
+    if run.errors:
+        text += f", {len(run.errors)} seed(s) crashed"
+    return text
+
+
+def paper_summary(run: PaperRun) -> str:
+    """One line per paper: claims, findings, checks, seeds and the commit of its units."""
+    parts = [verdict_counts(run)]
+    findings, checks = run.of_kind("finding"), run.of_kind("check")
+    if findings:
+        parts.append(f"our findings: {_counts(findings, ('reproduced', 'not reproduced', 'inconclusive'))}")
+    if checks:
+        parts.append(f"checks: {_counts(checks, ('passed', 'failed', 'inconclusive'))}")
+    seeds = f"seeds {run.seeds[0]}-{run.seeds[-1]}" if run.seeds else "no seeds"
+    prov = ", ".join(run.provenance) or "unknown"
+    return f"{'; '.join(parts)} ({run.scale}, {seeds}, units at {prov})"
+
+
+def _interval(v: Verdict) -> str:
+    """The deciding numbers of a verdict, in brief."""
+    if not v.parts:
+        return format_numbers(v.numbers)
+    bits = []
+    for p in v.parts[:6]:
+        name = f"{p.name}: " if p.name else ""
+        if v.direction == "all":
+            bits.append(f"{name}{p.held}/{p.n} held")
+        elif p.level is None:
+            bits.append(f"{name}{p.estimate:.3g} (exact)")
+        else:
+            bits.append(f"{name}{p.estimate:.3g} [{p.low:.3g}, {p.high:.3g}]")
+    if len(v.parts) > 6:
+        bits.append(f"... {len(v.parts) - 6} more")
+    ref = ""
+    if v.direction == "equivalent":
+        ref = f" vs {v.threshold:g} +- {v.margin:g}"
+    elif v.direction != "all" and v.threshold is not None:
+        ref = f" vs {v.threshold:g}"
+    return "; ".join(bits) + ref
+
+
+def _undecided(v: Verdict) -> str:
+    if v.verdict != "inconclusive" or v.half_width is None:
+        return ""
+    need = (f"about {v.seeds_needed} seeds would decide it" if v.seeds_needed
+            else "more seeds would not decide it at this estimate")
+    return f"half-width {v.half_width:.3g}; {need}"
+
+
+def _table(runs: list[PaperRun], kind: str, with_paper: bool = True) -> list[str]:
+    rows = []
+    for run in runs:
+        for v in run.of_kind(kind):
+            cells = ([run.slug] if with_paper else []) + [
+                v.claim, f"**{v.verdict}**", _md(_interval(v)), _md(_undecided(v))]
+            rows.append("| " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    head = (["paper"] if with_paper else []) + [kind, "verdict", "estimate [interval] vs threshold",
+                                                "if inconclusive"]
+    return ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head), *rows]
 
 
 def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
@@ -74,60 +180,83 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
         f"- generated: {meta.get('generated', time.strftime('%Y-%m-%d %H:%M:%S'))}",
         f"- scale: `{meta.get('scale')}`; seeds: {meta.get('seeds')}",
         f"- command: `{meta.get('command', '')}`",
-        f"- git commit: `{env.get('git_commit')}`; python {env.get('python')}; "
-        f"CPU: {env.get('cpu')} ({env.get('cpu_count')} cores); backend {meta.get('backend')}, "
-        f"{meta.get('jobs')} jobs, {meta.get('threads_per_unit')} thread(s) per unit",
+        f"- environment: python {env.get('python')}; CPU: {env.get('cpu')} "
+        f"({env.get('cpu_count')} cores); backend {meta.get('backend')}, {meta.get('jobs')} jobs, "
+        f"{meta.get('threads_per_unit')} thread(s) per unit; the commit of each paper's units is "
+        "in its summary line",
         *([f"- {meta['note']}"] if meta.get("note") else []),
         "",
-        "Verdicts are decided by each paper's `judge()` from statistics over seeds (paired "
-        "differences with bootstrap confidence intervals): **reproduced** when the interval "
-        "lies on the claimed side, **not reproduced** when it lies on the other side, "
-        "**inconclusive** otherwise. A `not reproduced` verdict is a result, not a bug.",
+        _RULE,
         "",
         "## Summary",
         "",
-        "| paper | claim | verdict | key numbers |",
-        "| --- | --- | --- | --- |",
     ]
     for run in runs:
-        if run.judge_error:
-            lines.append(f"| {run.slug} | (judge failed) | error | see below |")
-        for v in run.verdicts:
-            lines.append(f"| {run.slug} | {v.claim} | **{v.verdict}** | "
-                         f"{_md_escape(format_numbers(v.numbers))} |")
-        for seed in sorted(run.errors):
-            lines.append(f"| {run.slug} | (seed {seed} crashed) | error | see below |")
+        lines.append(f"- **{run.slug}**: {paper_summary(run)}")
+    lines.append("")
+    lines += ["### Claims of the papers", "", *_table(runs, "claim")]
+    findings = _table(runs, "finding")
+    if findings:
+        lines += ["", "### Our findings (not the papers' claims)", "", *findings]
+    checks = _table(runs, "check")
+    if checks:
+        lines += ["", "### Checks of our implementation (not counted)", "", *checks]
+    problems = [f"- {r.slug}: judge() failed (see its section)" for r in runs if r.judge_error]
+    problems += [f"- {r.slug}: seed {s} crashed (see its section)" for r in runs for s in sorted(r.errors)]
+    if problems:
+        lines += ["", "### Problems", "", *problems]
+    return lines
+
+
+def _paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
+    paper = _paper_meta(run.slug)
+    claims = _claims(run.slug)
+    lines = []
+    if paper:
+        note = f" ({paper.fidelity_note})" if paper.fidelity_note else ""
+        lines.append(f"Fidelity: **{paper.fidelity}**{note}. Docs: `docs/papers/{run.slug}.md`.")
+    lines.append(
+        f"Scale `{run.scale}`, seeds {run.seeds}: {len(run.per_seed)} finished, "
+        f"{len(run.errors)} crashed; unit wall time {run.wall_time:.1f} s in all; units at "
+        f"commit {', '.join(run.provenance) or 'unknown'}."
+    )
+    lines += ["", f"Summary: {paper_summary(run)}."]
+    for fig in run.figures[:1]:
+        lines += ["", f"![{Path(fig).stem}]({fig_link(fig)})"]
+    for kind, title in (("claim", "Claims"), ("finding", "Our findings"), ("check", "Checks (not counted)")):
+        vs = run.of_kind(kind)
+        if not vs:
+            continue
+        lines += ["", f"{heading}# {title}", "", "| id | statement | verdict | measured | rule |",
+                  "| --- | --- | --- | --- | --- |"]
+        for v in vs:
+            stmt = claims[v.claim].statement if v.claim in claims else ""
+            extra = f" ({_undecided(v)})" if _undecided(v) else ""
+            lines.append(f"| {v.claim} | {_md(stmt)} | **{v.verdict}** | {_md(v.summary + extra)} | "
+                         f"{_md(v.rule)} |")
+    if run.judge_error:
+        lines += ["", "judge() failed:", "", "```", run.judge_error.rstrip(), "```"]
+    for fig in run.figures[1:]:
+        lines += ["", f"![{Path(fig).stem}]({fig_link(fig)})"]
+    for seed, tb in sorted(run.errors.items()):
+        lines += ["", f"{heading}# seed {seed} crashed", "", "```", tb.rstrip(), "```"]
     return lines
 
 
 def write_markdown(runs: list[PaperRun], path: Path, meta: dict[str, Any],
                    figure_prefix: dict[str, str] | None = None) -> Path:
     """``report.md``; figure links are relative to ``path`` (``figure_prefix[slug]`` overrides)."""
+    path = Path(path)
     lines = _header(runs, meta)
     for run in runs:
         paper = _paper_meta(run.slug)
-        claims = _claims(run.slug)
-        title = paper.title if paper else run.slug
-        lines += ["", f"## {run.slug}: {title}", ""]
-        if paper:
-            note = f" ({paper.fidelity_note})" if paper.fidelity_note else ""
-            lines.append(f"Fidelity: **{paper.fidelity}**{note}. Docs: `docs/papers/{run.slug}.md`.")
-        lines.append(
-            f"Scale `{run.scale}`, seeds {run.seeds}: {len(run.per_seed)} finished, "
-            f"{len(run.errors)} crashed; unit wall time {run.wall_time:.1f} s in all."
-        )
-        lines += ["", "| claim | statement | verdict | summary |", "| --- | --- | --- | --- |"]
-        for v in run.verdicts:
-            stmt = claims[v.claim].statement if v.claim in claims else ""
-            lines.append(f"| {v.claim} | {_md_escape(stmt)} | **{v.verdict}** | {_md_escape(v.summary)} |")
-        if run.judge_error:
-            lines += ["", "judge() failed:", "", "```", run.judge_error.rstrip(), "```"]
         prefix = (figure_prefix or {}).get(run.slug)
-        for fig in run.figures:
-            rel = f"{prefix}/{Path(fig).name}" if prefix else _relative(fig, path.parent)
-            lines += ["", f"![{Path(fig).stem}]({rel})"]
-        for seed, tb in sorted(run.errors.items()):
-            lines += ["", f"### seed {seed} crashed", "", "```", tb.rstrip(), "```"]
+
+        def link(fig: str, prefix=prefix) -> str:
+            return f"{prefix}/{Path(fig).name}" if prefix else _relative(fig, path.parent)
+
+        lines += ["", f"## {run.slug}: {paper.title if paper else run.slug}", ""]
+        lines += _paper_lines(run, link)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -140,56 +269,91 @@ def _relative(fig: str, base: Path) -> str:
         return str(fig)
 
 
+def _html_table(runs: list[PaperRun], kind: str) -> str:
+    e = html.escape
+    rows = []
+    for run in runs:
+        for v in run.of_kind(kind):
+            rows.append(f"<tr><td>{e(run.slug)}</td><td>{e(v.claim)}</td><td class='v' style='color:"
+                        f"{VERDICT_COLOURS[v.verdict]}'>{e(v.verdict)}</td><td>{e(_interval(v))}</td>"
+                        f"<td>{e(_undecided(v))}</td></tr>")
+    if not rows:
+        return ""
+    return ("<table><tr><th>paper</th><th>" + e(kind) + "</th><th>verdict</th>"
+            "<th>estimate [interval] vs threshold</th><th>if inconclusive</th></tr>" + "".join(rows) + "</table>")
+
+
 def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
     """A single HTML file with every figure embedded, readable offline in any browser."""
     e = html.escape
+    env = meta.get("environment", {})
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>optzoo reproduction report</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-        "vertical-align:top;font-size:14px}th{background:#f4f4f4}img{max-width:100%;margin:1em 0}"
-        "pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}.v{font-weight:bold}</style>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;"
+        "color:#1f2328}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
+        "padding:4px 8px;vertical-align:top;font-size:13px}th{background:#f4f4f4}img{max-width:100%;"
+        "margin:1em 0}pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}"
+        ".v{font-weight:bold}ul.s li{margin:.2em 0}.rule{color:#57606a;font-size:13px}</style>",
         "</head><body><h1>optzoo reproduction report</h1>",
         f"<p>Scale <code>{e(str(meta.get('scale')))}</code>, seeds {e(str(meta.get('seeds')))}, "
-        f"generated {e(str(meta.get('generated', '')))}, git commit "
-        f"<code>{e(str(meta.get('environment', {}).get('git_commit')))}</code>.</p>",
-        "<p>Verdicts come from statistics over seeds; <em>not reproduced</em> is a result.</p>",
-        "<table><tr><th>paper</th><th>claim</th><th>verdict</th><th>summary</th></tr>",
+        f"generated {e(str(meta.get('generated', '')))}; python {e(str(env.get('python')))}, "
+        f"{e(str(env.get('cpu')))}; {e(str(meta.get('jobs')))} jobs.</p>",
+        f"<p class='rule'>{e(_RULE.replace('**', '').replace('`', ''))}</p>",
+        "<h2>Summary</h2><ul class='s'>",
     ]
     for run in runs:
-        for v in run.verdicts:
-            parts.append(
-                f"<tr><td>{e(run.slug)}</td><td>{e(v.claim)}</td><td class='v' style='color:"
-                f"{_COLOURS[v.verdict]}'>{e(v.verdict)}</td><td>{e(v.summary)}</td></tr>"
-            )
-        for seed in sorted(run.errors):
-            parts.append(f"<tr><td>{e(run.slug)}</td><td>seed {seed}</td>"
-                         "<td class='v' style='color:#cf222e'>crashed</td><td>see below</td></tr>")
-    parts.append("</table>")
+        parts.append(f"<li><a href='#{e(run.slug)}'><b>{e(run.slug)}</b></a>: {e(paper_summary(run))}</li>")
+    parts.append("</ul><h3>Claims of the papers</h3>" + _html_table(runs, "claim"))
+    for kind, title in (("finding", "Our findings (not the papers' claims)"),
+                        ("check", "Checks of our implementation (not counted)")):
+        t = _html_table(runs, kind)
+        if t:
+            parts.append(f"<h3>{e(title)}</h3>{t}")
     for run in runs:
         paper = _paper_meta(run.slug)
-        parts.append(f"<h2>{e(run.slug)}: {e(paper.title if paper else '')}</h2>")
+        claims = _claims(run.slug)
+        parts.append(f"<h2 id='{e(run.slug)}'>{e(run.slug)}: {e(paper.title if paper else '')}</h2>")
         if paper:
             parts.append(f"<p>Fidelity: <b>{e(paper.fidelity)}</b> {e(paper.fidelity_note)}</p>")
-        parts.append("<table><tr><th>claim</th><th>verdict</th><th>key numbers</th></tr>")
-        for v in run.verdicts:
-            parts.append(f"<tr><td>{e(v.claim)}</td><td class='v' style='color:{_COLOURS[v.verdict]}'>"
-                         f"{e(v.verdict)}</td><td>{e(format_numbers(v.numbers))}</td></tr>")
-        parts.append("</table>")
+        parts.append(f"<p>{e(paper_summary(run))}</p>")
+        figs = [Path(f) for f in run.figures]
+        for fig in figs[:1]:
+            parts.append(_img(fig))
+        for kind, title in (("claim", "Claims"), ("finding", "Our findings"), ("check", "Checks (not counted)")):
+            vs = run.of_kind(kind)
+            if not vs:
+                continue
+            parts.append(f"<h3>{e(title)}</h3><table><tr><th>id</th><th>statement</th><th>verdict</th>"
+                         "<th>measured</th><th>rule</th></tr>")
+            for v in vs:
+                stmt = claims[v.claim].statement if v.claim in claims else ""
+                extra = f" ({_undecided(v)})" if _undecided(v) else ""
+                parts.append(f"<tr><td>{e(v.claim)}</td><td>{e(stmt)}</td><td class='v' style='color:"
+                             f"{VERDICT_COLOURS[v.verdict]}'>{e(v.verdict)}</td><td>{e(v.summary + extra)}"
+                             f"</td><td class='rule'>{e(v.rule)}</td></tr>")
+            parts.append("</table>")
         if run.judge_error:
             parts.append(f"<p>judge() failed:</p><pre>{e(run.judge_error)}</pre>")
-        for fig in run.figures:
-            data = base64.b64encode(Path(fig).read_bytes()).decode()
-            parts.append(f"<img alt='{e(Path(fig).stem)}' src='data:image/png;base64,{data}'>")
+        for fig in figs[1:]:
+            parts.append(_img(fig))
         for seed, tb in sorted(run.errors.items()):
             parts.append(f"<h3>seed {seed} crashed</h3><pre>{e(tb)}</pre>")
     parts.append("</body></html>")
+    path = Path(path)
     path.write_text("\n".join(parts))
     return path
 
 
+def _img(fig: Path) -> str:
+    if not fig.exists():
+        return f"<p>(figure {html.escape(fig.name)} missing)</p>"
+    data = base64.b64encode(fig.read_bytes()).decode()
+    return f"<img alt='{html.escape(fig.stem)}' src='data:image/png;base64,{data}'>"
+
+
 def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]) -> Path:
-    """``docs/RESULTS.md`` with the figures copied to ``docs/results/<slug>/``."""
+    """``docs/RESULTS.md`` with the figures copied to ``docs/results/<slug>/``, and the Results
+    block of every ``docs/papers/<slug>.md`` that has the markers."""
     docs_dir = Path(docs_dir)
     prefixes = {}
     for run in runs:
@@ -201,22 +365,34 @@ def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]
             for fig in run.figures:
                 shutil.copy2(fig, dest / Path(fig).name)
         prefixes[run.slug] = f"results/{run.slug}"
-    return write_markdown(runs, docs_dir / "RESULTS.md", meta, figure_prefix=prefixes)
+    path = write_markdown(runs, docs_dir / "RESULTS.md", meta, figure_prefix=prefixes)
+    for run in runs:
+        update_paper_docs(docs_dir / "papers" / f"{run.slug}.md", run)
+    return path
 
 
-def verdict_counts(run: PaperRun) -> str:
-    """``"4/6 reproduced, 1 not reproduced, 1 inconclusive"`` (or why there are no verdicts)."""
-    if run.judge_error:
-        return "judge failed"
-    if not run.verdicts:
-        return "no finished seeds"
-    n = len(run.verdicts)
-    counts = {v: sum(x.verdict == v for x in run.verdicts) for v in _COLOURS}
-    parts = [f"{counts['reproduced']}/{n} reproduced"]
-    parts += [f"{counts[v]} {v}" for v in ("not reproduced", "inconclusive") if counts[v]]
-    if run.errors:
-        parts.append(f"{len(run.errors)} seed(s) crashed")
-    return ", ".join(parts)
+def update_paper_docs(page: Path, run: PaperRun) -> bool:
+    """Replace the text between :data:`RESULTS_BEGIN` and :data:`RESULTS_END` in a paper's
+    docs page with the results of ``run`` (figures linked from ``docs/results``). Returns True
+    if the page changed; a page without the markers is left alone."""
+    page = Path(page)
+    if not page.exists():
+        return False
+    text = page.read_text()
+    if RESULTS_BEGIN not in text or RESULTS_END not in text:
+        return False
+
+    def link(fig: str) -> str:
+        return f"../results/{run.slug}/{Path(fig).name}"
+
+    body = ["", "_Written by `optzoo reproduce --write-docs`; do not edit by hand._", "",
+            *_paper_lines(run, link, heading="###"), ""]
+    new = re.sub(re.escape(RESULTS_BEGIN) + r".*?" + re.escape(RESULTS_END),
+                 lambda _m: RESULTS_BEGIN + "\n".join(body) + RESULTS_END, text, count=1, flags=re.S)
+    if new != text:
+        page.write_text(new)
+        return True
+    return False
 
 
 def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bool:
@@ -245,15 +421,17 @@ def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bo
 def console_table(runs: list[PaperRun], console) -> None:
     from rich.table import Table
 
-    table = Table(title="optzoo: claims and verdicts", show_lines=False)
-    for col in ("paper", "claim", "verdict", "key numbers"):
+    table = Table(title="optzoo: claims, findings and checks", show_lines=False)
+    for col in ("paper", "kind", "claim", "verdict", "estimate [interval]"):
         table.add_column(col, overflow="fold")
+    order = {"claim": 0, "finding": 1, "check": 2}
     for run in runs:
         if run.judge_error:
-            table.add_row(run.slug, "(judge failed)", "[red]error[/red]", "")
-        for v in run.verdicts:
-            table.add_row(run.slug, v.claim, f"[{_RICH[v.verdict]}]{v.verdict}[/]",
-                          format_numbers(v.numbers))
+            table.add_row(run.slug, "", "(judge failed)", "[red]error[/red]", "")
+        for v in sorted(run.verdicts, key=lambda v: order[v.kind]):
+            table.add_row(run.slug, v.kind, v.claim, f"[{_RICH[v.verdict]}]{v.verdict}[/]", _interval(v))
         for seed in sorted(run.errors):
-            table.add_row(run.slug, f"seed {seed}", "[red]crashed[/red]", "traceback in report.md")
+            table.add_row(run.slug, "", f"seed {seed}", "[red]crashed[/red]", "traceback in report.md")
     console.print(table)
+    for run in runs:
+        console.print(f"[bold]{run.slug}[/bold]: {paper_summary(run)}")

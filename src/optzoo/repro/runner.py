@@ -2,7 +2,9 @@
 
 Each finished unit is written at once, atomically, to ``OUT/<slug>/seed-<s>.json``; a unit
 that raises is written to ``seed-<s>.error.json`` with its traceback and does not stop the
-others. ``resume=True`` skips units whose result file exists for the same scale. Ctrl-C
+others. ``resume=True`` skips units whose result file exists for the same scale *and* whose
+provenance still matches: the same config (hash) and the same source of every optzoo module
+the unit imported (hash per file); a stale unit is run again. Ctrl-C
 stops the pool and keeps every finished unit. The local backend is a process pool (one
 fresh process per unit, so no state leaks between units); ``backend="ray"`` sends each unit
 to a Ray cluster and writes the results on the driver.
@@ -24,7 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Unit", "UnitOutcome", "run_units", "run_unit", "unit_path", "error_path", "load_unit"]
+__all__ = [
+    "Unit", "UnitOutcome", "config_hash", "error_path", "load_unit", "provenance", "run_unit",
+    "run_units", "stale_reason", "unit_path",
+]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -66,6 +71,107 @@ def load_unit(out: Path, slug: str, seed: int, scale: str) -> dict[str, Any] | N
     except (OSError, ValueError):
         return None
     return rec if rec.get("scale") == scale and rec.get("status") == "ok" else None
+
+
+def config_hash(config: Any) -> str:
+    """sha256 of the config as JSON, without ``seeds`` (how many seeds are run does not change
+    what one unit computes)."""
+    import hashlib
+    import json
+
+    from optzoo._core.io import to_jsonable
+
+    cfg = to_jsonable(config)
+    if isinstance(cfg, dict):
+        cfg = {k: v for k, v in cfg.items() if k != "seeds"}
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _package_root() -> Path:
+    import optzoo
+
+    return Path(optzoo.__file__).resolve().parent
+
+
+def _file_hash(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def _code_files() -> dict[str, str]:
+    """Hash of each optzoo source file loaded in this process, except the harness itself
+    (``optzoo.repro``, ``optzoo.cli``, the ``papers`` table and the top-level re-exports):
+    the code a unit's numbers depend on."""
+    root = _package_root()
+    files: dict[str, str] = {}
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("optzoo.") or name in ("optzoo.papers", "optzoo.repro", "optzoo.cli"):
+            continue
+        if name.startswith("optzoo.repro.") and name != "optzoo.repro._selftest":
+            continue
+        f = getattr(mod, "__file__", None)
+        if not f:
+            continue
+        try:
+            rel = str(Path(f).resolve().relative_to(root))
+        except ValueError:
+            continue
+        h = _file_hash(root / rel)
+        if h is not None:
+            files[rel] = h
+    return dict(sorted(files.items()))
+
+
+def _git(args: list[str]) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                             cwd=_package_root())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def provenance(config: Any) -> dict[str, Any]:
+    """Commit, dirty flag (uncommitted changes in the files this unit used), config hash and
+    per-file code hashes, recorded with every unit so that stale results are never reused."""
+    import hashlib
+
+    files = _code_files()
+    commit = (_git(["rev-parse", "HEAD"]) or "").strip() or None
+    dirty = None
+    if commit is not None:
+        status = _git(["status", "--porcelain", "--", *files])
+        dirty = bool(status and status.strip()) if status is not None else None
+    return {
+        "commit": commit, "dirty": dirty, "config_hash": config_hash(config),
+        "code_hash": hashlib.sha256("".join(f"{k}:{v};" for k, v in files.items()).encode()).hexdigest()[:16],
+        "code_files": files,
+    }
+
+
+def stale_reason(record: dict[str, Any], module: str, scale: str) -> str | None:
+    """Why a finished unit must be run again (``None`` if it is still valid): no provenance
+    (written by older code), another config, or a changed or missing source file."""
+    prov = record.get("provenance")
+    if not prov or "code_files" not in prov:
+        return "no provenance (written by an older optzoo)"
+    try:
+        config = importlib.import_module(module).SCALES[scale]
+    except Exception as exc:  # the reproduction itself no longer imports: it must re-run
+        return f"cannot load {module}: {exc}"
+    if prov.get("config_hash") != config_hash(config):
+        return "config changed"
+    root = _package_root()
+    for rel, h in prov["code_files"].items():
+        if _file_hash(root / rel) != h:
+            return f"code changed: {rel}"
+    return None
 
 
 class _QueueProgress:
@@ -110,6 +216,7 @@ def run_unit(unit: Unit, scale: str, threads: int = 1, progress_queue=None) -> d
         # Round-trip through JSON so fresh and resumed units look identical to judge().
         record["metrics"] = json.loads(json.dumps(to_jsonable(metrics)))
         record["status"] = "ok"
+        record["provenance"] = provenance(config)
     except Exception:  # a unit's crash is data for the report, not a harness failure
         record["status"] = "error"
         record["traceback"] = traceback.format_exc()
@@ -177,12 +284,19 @@ def run_units(
     units = list(units)
     outcomes: list[UnitOutcome] = []
     todo: list[Unit] = []
+    stale: list[str] = []
     for u in units:
         rec = load_unit(out, u.slug, u.seed, scale) if resume else None
-        if rec is not None:
+        reason = stale_reason(rec, u.module, scale) if rec is not None else None
+        if rec is not None and reason is None:
             outcomes.append(UnitOutcome(u, True, rec, skipped=True))
         else:
             todo.append(u)
+            if reason is not None:
+                stale.append(f"{u.slug} seed {u.seed}: {reason}")
+    if stale and console is not None:
+        console.log(f"--resume: re-running {len(stale)} stale unit(s): " + "; ".join(stale[:5])
+                    + (" ..." if len(stale) > 5 else ""))
     if not todo:
         return outcomes
     jobs = max(1, min(int(jobs), len(todo)))
