@@ -77,7 +77,7 @@ def _ot_part() -> dict:
     import ot
 
     from optzoo.safe_kl import semi_dual_objective
-    from optzoo.safe_kl._repro_ot import _mixture, ground_truth
+    from optzoo.safe_kl.repro.ot import _mixture, ground_truth
     from optzoo.safe_kl.ot import semidiscrete_eot
 
     rng = np.random.default_rng(0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from optzoo.markov_zo import MarkovOracle, StickyChain, markov_zo_minimize
-from optzoo.markov_zo._nonsmooth import (
+from optzoo.markov_zo.repro.nonsmooth import (
     nonsmooth_instance,
     nonsmooth_objective,
     nonsmooth_values,

@@ -22,7 +22,7 @@ from optzoo.markov_zo import (
     two_point_estimates,
     v_b,
 )
-from optzoo.markov_zo._bank import _Chains
+from optzoo.markov_zo.repro.bank import _Chains
 
 
 def _quad_oracle(d, chain, sigma=1.0, grad=False):

@@ -5,7 +5,6 @@ import pytest
 import torch
 from torch import nn
 
-from optzoo.repro.claim import NullProgress, Verdict
 from optzoo.safe_kl import (
     KLDROLoss,
     SafeLogSumExp,
@@ -77,7 +76,7 @@ def test_kl_dro_wrapper_minibatch_training_reduces_true_objective():
     crit = KLDROLoss(lam=1.0, rho=1e-2)
     opt = torch.optim.SGD(list(model.parameters()) + list(crit.parameters()), lr=2e-3, momentum=0.9)
     start = float(crit.objective(((model(X).squeeze(-1) - y) ** 2).detach()))
-    for ep in range(30):
+    for _ in range(30):
         perm = torch.randperm(256, generator=g)
         for j in range(0, 256, 16):
             b = perm[j:j + 16]
@@ -91,7 +90,7 @@ def test_kl_dro_wrapper_minibatch_training_reduces_true_objective():
 def test_ot_solver_matches_ground_truth_and_sinkhorn():
     import ot
 
-    from optzoo.safe_kl._repro_ot import _mixture, ground_truth
+    from optzoo.safe_kl.repro.ot import _mixture, ground_truth
 
     rng = np.random.default_rng(0)
     xs, yt = _mixture(rng, 150), _mixture(rng, 20, shift=0.5)
@@ -109,16 +108,3 @@ def test_ot_solver_matches_ground_truth_and_sinkhorn():
     assert np.isfinite(r1.x).all() and np.array_equal(r1.x, r2.x)
     with pytest.raises(ValueError, match="'eps' argument of semidiscrete_eot"):
         semidiscrete_eot(xs, yt, eps=0.0)
-
-
-def test_smoke_reproduction(tmp_path):
-    from optzoo.safe_kl import repro
-
-    per_seed = [repro.run(repro.SCALES["smoke"], s, NullProgress()) for s in (0, 1)]
-    again = repro.run(repro.SCALES["smoke"], 0, NullProgress())
-    assert again == per_seed[0]  # same seed -> same output
-    verdicts = repro.judge(per_seed)
-    assert all(isinstance(v, Verdict) for v in verdicts)
-    assert {v.claim for v in verdicts} == {c.id for c in repro.CLAIMS}
-    paths = repro.figures(per_seed, tmp_path)
-    assert paths and all(p.exists() for p in paths)

@@ -42,7 +42,7 @@ def test_below_lse_monotone_in_rho_and_close():
     F = float(exact_logsumexp(phi))
     vals = [float(safe_kl_logsumexp(phi, rho=r, normalized=True)) for r in (0.1, 1e-2, 1e-3, 1e-4)]
     assert all(v <= F for v in vals)
-    assert all(a < b for a, b in zip(vals, vals[1:]))
+    assert all(a < b for a, b in zip(vals, vals[1:], strict=False))
     assert F - vals[2] < 1e-2
     # the unnormalised G_rho differs by exactly kappa_rho and stays below F + kappa_rho
     g = float(safe_kl_logsumexp(phi, rho=1e-3))
@@ -142,7 +142,7 @@ def test_conjugacy_and_kappa():
     assert np.allclose(f_rho(t_star, rho) + g, t_star * s, atol=1e-10)
     ks = [kappa_rho(r) for r in (0.5, 0.1, 1e-3, 1e-6)]
     assert all(0 < k < 1 for k in ks) and ks[-1] == pytest.approx(1.0, abs=1e-5)
-    assert all(a < b for a, b in zip(ks, ks[1:]))
+    assert all(a < b for a, b in zip(ks, ks[1:], strict=False))
 
 
 def test_divergence_dominates_kl_and_caps():

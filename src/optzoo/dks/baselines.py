@@ -95,12 +95,14 @@ def greedy_peeling(graph, k, *, symmetrize: bool = True) -> Result:
 
 
 def mip_dks(graph, k, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6,
-            symmetrize: bool = True) -> Result:
+            node_limit: int | None = None, symmetrize: bool = True) -> Result:
     """Exact DkS by MIP (HiGHS through ``scipy.optimize.milp``).
 
     Status OPTIMAL when HiGHS proves optimality, INACCURATE (with ``extra["mip_gap"]`` and
-    ``extra["dual_bound"]``) when the time limit stops it with an incumbent, USER_LIMIT with
-    ``fun = nan`` and an empty selection when no incumbent was found.
+    ``extra["dual_bound"]``) when the time or node limit stops it with an incumbent,
+    USER_LIMIT with ``fun = nan`` and an empty selection when no incumbent was found.
+    ``node_limit`` (branch-and-bound nodes) makes the outcome independent of machine load,
+    unlike ``time_limit``; set ``time_limit`` large when you rely on it.
     """
     import scipy.sparse as sp
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -109,6 +111,8 @@ def mip_dks(graph, k, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6,
     t0 = time.perf_counter()
     g, k = prepare(graph, k, owner=owner, symmetrize=symmetrize)
     time_limit = check_real("time_limit", time_limit, owner=owner, low=0.0, closed="neither")
+    if node_limit is not None:
+        node_limit = check_int("node_limit", node_limit, owner=owner, low=1)
     n = g.n
     up = sp.triu(g.adj, k=1).tocoo()
     m = up.nnz
@@ -132,8 +136,10 @@ def mip_dks(graph, k, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6,
     cons = [LinearConstraint(link, -np.inf, 0.0), LinearConstraint(card, k, k),
             LinearConstraint(degc, -np.inf, 0.0)]
     integ = np.concatenate([np.ones(n), np.zeros(m)])
-    res = milp(c, constraints=cons, integrality=integ, bounds=Bounds(0, 1),
-               options={"time_limit": time_limit, "mip_rel_gap": mip_rel_gap, "disp": False})
+    options = {"time_limit": time_limit, "mip_rel_gap": mip_rel_gap, "disp": False}
+    if node_limit is not None:
+        options["node_limit"] = node_limit
+    res = milp(c, constraints=cons, integrality=integ, bounds=Bounds(0, 1), options=options)
     wall = time.perf_counter() - t0
     dual = getattr(res, "mip_dual_bound", None)
     dual = None if dual is None or not np.isfinite(dual) else -float(dual)
@@ -147,7 +153,7 @@ def mip_dks(graph, k, *, time_limit: float = 60.0, mip_rel_gap: float = 1e-6,
     proven = res.status == 0
     status = Status.OPTIMAL if proven else Status.INACCURATE
     msg = "optimal (HiGHS)" if proven else (
-        f"time limit {time_limit:g}s reached; MIP gap {gap if gap is not None else float('nan'):.3g}")
+        f"time or node limit reached ({res.message}); MIP gap {gap if gap is not None else float('nan'):.3g}")
     return make_result(g, k, nodes, method=owner, status=status, message=msg,
                        wall_time=wall, dual_bound=dual,
                        mip_gap=float(gap) if gap is not None else None,
@@ -189,7 +195,8 @@ def truncated_power(graph, k, *, max_iter: int = 100, symmetrize: bool = True) -
     x = np.zeros(g.n)
     x[nodes] = 1.0 / np.sqrt(k)
     it, status = 0, Status.USER_LIMIT
-    for it in range(1, max_iter + 1):
+    for _ in range(max_iter):
+        it += 1
         y = g.adj @ x + x  # shift by I (INFERRED): stops 2-cycles on bipartite-like pieces
         new = topk_indices(y, k)
         x = np.zeros(g.n)

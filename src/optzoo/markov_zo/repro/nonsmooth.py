@@ -15,7 +15,7 @@ on S states with uniform :math:`\\pi` and the chain "stay w.p. p, else resample 
 
 and the primal-dual gap is returned so callers can check it. ``run_bank_nonsmooth`` runs P
 independent copies of zero-order randomized batching (the library's ``mlmc_weights``,
-``sphere_directions`` and estimators) in one numpy loop, like ``_bank.run_bank``.
+``sphere_directions`` and estimators) in one numpy loop, like ``bank.run_bank``.
 """
 
 from __future__ import annotations

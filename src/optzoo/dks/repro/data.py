@@ -8,32 +8,15 @@ stands in and the caller records that the fallback was used.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 
 from optzoo._core.graph import Graph, read_graph
 from optzoo._core.rng import derive_seed
+from optzoo.repro.data import find_data_file
 
-__all__ = ["find_data_file", "named_graph", "planted_graph", "large_graph", "facebook"]
+__all__ = ["FACEBOOK", "facebook", "large_graph", "named_graph", "planted_graph"]
 
 FACEBOOK = "ego-facebook.txt"
-
-
-def find_data_file(name: str = FACEBOOK) -> Path | None:
-    """``$OPTZOO_DATA_DIR/name``, else ``shared/data/name`` beside an ancestor of this package
-    or of the working directory (the project keeps data at ``../shared/data``)."""
-    env = os.environ.get("OPTZOO_DATA_DIR")
-    if env:
-        p = Path(env) / name
-        return p if p.is_file() else None
-    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
-        for anc in [start, *start.parents]:
-            p = anc / "shared" / "data" / name
-            if p.is_file():
-                return p
-    return None
 
 
 def _unweighted(g) -> Graph:
@@ -52,6 +35,10 @@ def named_graph(name: str) -> Graph:
         return read_graph(nx.complete_graph(5))
     if name == "C8":
         return read_graph(nx.cycle_graph(8))
+    if name == "K7":
+        return read_graph(nx.complete_graph(7))
+    if name == "petersen":  # vertex-transitive: the uniform start is a stationary point
+        return read_graph(nx.petersen_graph())
     if name == "K6_in_sparse":  # K_{k+1} (k = 5) hanging off a sparse tree: a symmetric core
         g = nx.random_labeled_tree(40, seed=1)
         g.add_edges_from((40 + i, 40 + j) for i in range(6) for j in range(i + 1, 6))
@@ -79,13 +66,14 @@ def planted_graph(kind: str, n: int, k0: int, seed: int) -> Graph:
         members = rng.choice(n, size=k0, replace=False)
         iu = np.triu_indices(k0, 1)
         keep = rng.random(iu[0].size) < 0.8
-        g.add_edges_from(zip(members[iu[0][keep]].tolist(), members[iu[1][keep]].tolist()))
+        g.add_edges_from(zip(members[iu[0][keep]].tolist(), members[iu[1][keep]].tolist(),
+                             strict=True))
     elif kind == "sbm":
         rest = n - k0
         sizes = [k0, rest // 2, rest - rest // 2]
         probs = [[0.6, 0.03, 0.03], [0.03, 0.12, 0.02], [0.03, 0.02, 0.12]]
         g = nx.stochastic_block_model(sizes, probs, seed=s)
-        g = nx.relabel_nodes(g, dict(zip(range(n), rng.permutation(n).tolist())))
+        g = nx.relabel_nodes(g, dict(zip(range(n), rng.permutation(n).tolist(), strict=True)))
     else:
         raise ValueError(f"unknown planted kind {kind!r}")
     return _unweighted(g)
@@ -114,11 +102,12 @@ def large_graph(kind: str, n: int, seed: int) -> tuple[Graph, str]:
 
 
 def facebook(seed: int) -> tuple[Graph, bool]:
-    """ego-Facebook if present (fixed graph), else a Holme-Kim stand-in of similar size."""
-    path = find_data_file()
+    """ego-Facebook if present (a fixed graph: the same in every seed), else a Holme-Kim
+    stand-in of similar size from a fixed seed (so it is the same in every seed too)."""
+    path = find_data_file(FACEBOOK)
     if path is not None:
         return read_graph(path), False
     import networkx as nx
 
-    g = nx.powerlaw_cluster_graph(4039, 22, 0.5, seed=derive_seed(seed, "facebook-fallback"))
+    g = nx.powerlaw_cluster_graph(4039, 22, 0.5, seed=derive_seed(0, "facebook-fallback"))
     return _unweighted(g), True

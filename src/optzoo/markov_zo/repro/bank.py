@@ -8,6 +8,13 @@ chain per copy, each with its own stay probability. Every method is the library'
 One level :math:`J_k` is drawn per iteration and shared by the copies (common random
 numbers; chains and directions are independent), each copy truncating at its own cap M.
 Every function value and gradient is charged to the copy that asked for it.
+
+SPSA (``method="spsa"``) is the one method that is not the library's update: it is
+``noisyopt.minimizeSPSA`` 0.2.3 (``paired=True``, no bounds) run against plain Markov calls, so
+its two evaluations fall on two consecutive chain states. Each copy draws its directions from
+its own ``RandomState(seed)`` in exactly the order noisyopt draws them from ``np.random`` after
+``np.random.seed(seed)`` (``_NoisyoptDraws``); ``tests/markov_zo/test_markov_zo_repro.py``
+checks the bank's path against noisyopt itself, draw for draw.
 """
 
 from __future__ import annotations
@@ -22,6 +29,53 @@ from optzoo.markov_zo.zo import (
 )
 
 __all__ = ["run_bank"]
+
+_I32_MAX = np.iinfo(np.int32).max  # noisyopt's paired seed: randint(0, 2**31 - 1)
+
+
+class _NoisyoptDraws:
+    """noisyopt 0.2.3's per-iteration draws from a legacy ``RandomState(seed)``, in blocks.
+
+    Each iteration noisyopt calls ``choice([-1, 1], size=d)`` (d masked 32-bit draws, kept bit
+    0) and then ``randint(0, 2**31 - 1)`` (one 31-bit masked draw, rejected if it equals
+    2**31 - 1). Both consume the raw MT19937 32-bit stream, which is drawn here in bulk as
+    ``randint(0, 2**32, dtype=uint32)``; the rare rejection is replayed exactly.
+    """
+
+    def __init__(self, seed: int, d: int):
+        self.rs = np.random.RandomState(int(seed) % 2**32)
+        self.d = d
+        self.buf = np.empty(0, dtype=np.uint32)
+
+    def _need(self, n: int) -> None:
+        if self.buf.size < n:
+            more = max(n - self.buf.size, 256 * (self.d + 1))
+            self.buf = np.concatenate(
+                [self.buf, self.rs.randint(0, 2**32, size=more, dtype=np.uint32)])
+
+    def block(self, n_iter: int) -> np.ndarray:
+        """Rademacher directions of the next ``n_iter`` iterations, shape (n_iter, d)."""
+        d, out, i = self.d, np.empty((n_iter, self.d)), 0
+        while i < n_iter:
+            left = n_iter - i
+            self._need(left * (d + 1))
+            u = self.buf[:left * (d + 1)].reshape(left, d + 1)
+            rejected = (u[:, d] & _I32_MAX) == _I32_MAX
+            m = int(np.argmax(rejected)) if rejected.any() else left
+            out[i:i + m] = np.where(u[:m, :d] & 1, 1.0, -1.0)
+            if m == left:
+                self.buf = self.buf[left * (d + 1):]
+                break
+            out[i + m] = np.where(u[m, :d] & 1, 1.0, -1.0)  # its seed draw was rejected: redraw
+            self.buf = self.buf[m * (d + 1) + d + 1:]
+            while True:
+                self._need(1)
+                ok = (self.buf[0] & _I32_MAX) != _I32_MAX
+                self.buf = self.buf[1:]
+                if ok:
+                    break
+            i += m + 1
+        return out
 
 
 class _Chains:
@@ -51,12 +105,15 @@ def _f(X, Z, c):
 
 def run_bank(method: str, *, d: int, stay, max_level, lr_mult, budget: float, x0_norm: float,
              seed_rng: np.random.Generator, grad_cost: float = 1.0, batch: int = 1,
-             smoothing: float = 1e-4, spsa_c: float = 1.0, lr_offset: float | None = None, checkpoints=(0.125, 0.25, 0.5, 1.0)):
+             smoothing: float = 1e-4, spsa_c: float = 1.0, lr_offset: float | None = None,
+             checkpoints=(0.125, 0.25, 0.5, 1.0), spsa_seeds=None, chains=None):
     """Run ``method`` on P copies; returns squared errors at the budget ``checkpoints``, (P, C).
 
     method: ``zo2`` / ``zo1`` (two/one-point, MLMC), ``zo2_fixed`` (batch ``batch``),
     ``fo`` (first-order MLMC), ``fo_fixed``, ``spsa`` (two plain calls, noisyopt schedule,
-    ``lr_mult`` = its ``a``). ``stay``, ``max_level``, ``lr_mult``: per-copy arrays.
+    ``lr_mult`` = its ``a``; ``spsa_seeds``: per-copy noisyopt seeds, drawn from ``seed_rng``
+    when omitted). ``stay``, ``max_level``, ``lr_mult``: per-copy arrays. ``chains``: an object
+    with ``path(n_used, n_max)`` replacing the sticky chains (tests replay a recorded path).
     """
     rng = seed_rng
     stay = np.asarray(stay, dtype=float)
@@ -65,28 +122,37 @@ def run_bank(method: str, *, d: int, stay, max_level, lr_mult, budget: float, x0
     lr_mult = np.broadcast_to(np.asarray(lr_mult, dtype=float), (P,))
     c = np.ones(d) / np.sqrt(d)
     x = np.tile(np.ones(d) * x0_norm / np.sqrt(d), (P, 1))
-    chains = _Chains(stay, rng)
+    chains = _Chains(stay, rng) if chains is None else chains
     cps = np.asarray(checkpoints) * budget
     rec = np.full((P, cps.size), np.nan)
     spent = np.zeros(P)
     active = np.ones(P, dtype=bool)
     k0 = 4.0 * d if lr_offset is None else lr_offset
     niter_spsa = int(budget // 2)
+    draws = None
+    if method == "spsa":
+        seeds = (rng.integers(0, 2**31, size=P) if spsa_seeds is None
+                 else np.broadcast_to(np.asarray(spsa_seeds), (P,)))
+        draws = [_NoisyoptDraws(s, d) for s in seeds]
     k = 0
     with np.errstate(over="ignore", invalid="ignore"):  # divergence is recorded, not warned
         return _loop(**locals())
 
 
 def _loop(method, d, M, lr_mult, c, x, chains, cps, rec, spent, active, k0, niter_spsa, k,
-          rng, P, budget, grad_cost, batch, smoothing, spsa_c, **_):
+          rng, P, budget, grad_cost, batch, smoothing, spsa_c, draws, **_):
+    block = np.empty((P, 0, d))
     while active.any():
         if method == "spsa":
             ak = lr_mult / (k + 1.0 + 0.01 * niter_spsa) ** 0.602
             ck = spsa_c / (k + 1.0) ** 0.101
-            delta = np.where(rng.random((P, d)) < 0.5, -1.0, 1.0)
+            j = k % 256
+            if j == 0:
+                block = np.stack([dr.block(256) for dr in draws])
+            delta = block[:, j]
             Z = chains.path(np.full(P, 2), 2)  # two separate calls: two consecutive states
             diff = _f(x + ck * delta, Z[:, 0], c) - _f(x - ck * delta, Z[:, 1], c)
-            step = ak[:, None] * diff[:, None] / (2 * ck * delta)
+            step = ak[:, None] * (diff[:, None] / (2 * ck * delta))
             cost = np.full(P, 2.0)
         else:
             if method.endswith("fixed"):
