@@ -98,6 +98,12 @@ def test_deterministic_instances_count_once():
         deterministic([1.0, 2.0])
 
 
+def test_a_claim_not_measured_at_this_scale_is_undecided():
+    v = judge(GREATER, None, note="judged at full only")
+    assert v.verdict == "inconclusive" and not v.parts and "not measured" in v.summary
+    assert "full only" in v.summary and v.rule == rule_text(GREATER)
+
+
 def test_one_seed_of_a_random_quantity_decides_nothing():
     v = judge(GREATER, [5.0])
     assert v.verdict == "inconclusive"

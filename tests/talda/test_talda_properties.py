@@ -190,6 +190,6 @@ def test_worst_case_exponents():
 
 def test_rate_decreases_with_coupling_and_log_slope_measures_it():
     rates = [certified_rate(TwoSidedPL(0.05, 0.05, 1.0, 1.0, e))[0] for e in (0, 0.01, 0.1, 1)]
-    assert all(b < a for a, b in zip(rates, rates[1:]))
+    assert all(b < a for a, b in zip(rates, rates[1:], strict=False))
     norms = np.exp(-0.1 * np.arange(50))[:, None]
     assert log_slope(norms, np.array([np.inf]), 1)[0] == pytest.approx(-0.1)

@@ -247,11 +247,19 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
 
     ``evidence``: per-seed values of one part (a sequence, or a :class:`Sample` from
     :func:`deterministic`), or a mapping ``part name -> per-seed values``. For direction
-    ``"all"``, booleans per instance (or a mapping of them). ``note`` is appended to the
+    ``"all"``, booleans per instance (or a mapping of them). ``None``: the claim was not
+    measured at this scale (undecided; say why in ``note``). ``note`` is appended to the
     generated summary; ``numbers`` adds key numbers to the report.
     """
     if not 0.5 < level < 1.0:
         raise ValueError(f"The 'level' argument of judge must be in (0.5, 1). Got {level!r}.")
+    if evidence is None:
+        return Verdict(
+            claim=claim.id, verdict=claim.words[2], kind=claim.kind, numbers=dict(numbers or {}),
+            summary=f"{claim.metric}: not measured at this scale" + (f". {note}" if note else ""),
+            rule=rule_text(claim, level), level=None, direction=claim.direction,
+            threshold=None if claim.direction == "all" else _boundary(claim),
+            margin=claim.margin if claim.direction == "equivalent" else None)
     items = list(evidence.items()) if isinstance(evidence, Mapping) else [("", evidence)]
     if not items:
         raise ValueError(f"Claim {claim.id!r} needs at least one part to judge. Got an empty mapping.")

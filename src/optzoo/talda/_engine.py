@@ -44,7 +44,7 @@ def run_batch(prob, method: str, a, b, x, y, *, max_iter: int, tol: float = 1e-8
     with np.errstate(all="ignore"):
         gx, gy = prob.grad(x, y)
         prev = (gx, gy)
-        S = None
+        S = C = None  # C: the certified decrement of the previous step
         for k in range(max_iter + 1):
             nx2, ny2 = (gx * gx).sum(-1), (gy * gy).sum(-1)
             gn = np.sqrt(nx2 + ny2)

@@ -195,7 +195,7 @@ class ExtraGradient(_MinMax):
         self._add(gmax, gmax["lr_max"])
         self._call(closure)
         for g, keep, sign, lr in ((gmin, saved[0], -1.0, gmin["lr_min"]), (gmax, saved[1], 1.0, gmax["lr_max"])):
-            for p, p0 in zip(g["params"], keep):
+            for p, p0 in zip(g["params"], keep, strict=True):
                 p.copy_(p0)
             self._add(g, sign * lr)
         return loss

@@ -79,7 +79,7 @@ def _train(settings, x, y, init_seed: int) -> np.ndarray:
         opt.zero_grad(set_to_none=True)
         loss.sum().backward()
         with torch.no_grad():
-            for gr, sc in zip(groups, scales, strict=False):
+            for gr, sc in zip(groups, scales, strict=True):
                 for p_ in gr["params"]:
                     p_.grad.mul_(sc.view(-1, *([1] * (p_.dim() - 1))))
         opt.step()
@@ -97,7 +97,7 @@ def run_nn(cfg, seed: int) -> dict:
     tune = np.where(np.isfinite(tune), tune, np.inf).reshape(len(_BETAS), len(lrs))
     chosen = [lrs[int(np.argmin(row))] for row in tune]
     xe, ye = _stream(seed, "eval", steps, teacher, turns)
-    ev = _train([(lr * (1 - b), b) for lr, b in zip(chosen, _BETAS, strict=False)], xe, ye, derive_seed(seed, "nn", "init"))
+    ev = _train([(lr * (1 - b), b) for lr, b in zip(chosen, _BETAS, strict=True)], xe, ye, derive_seed(seed, "nn", "init"))
     loss = ev[half].mean(0)
     k = max(1, steps // 100)
     trace = ev[: steps - steps % k].reshape(-1, k, len(_BETAS)).mean(1)
