@@ -69,7 +69,7 @@ def test_dpsgd_matches_opacus_dpoptimizer():
         p.grad = p.grad_sample.sum(0)  # Opacus expects .grad present
     o1.step(indices=idx)
     o2.step()
-    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
         torch.testing.assert_close(p1, p2, rtol=1e-5, atol=1e-6)
 
 
@@ -92,7 +92,7 @@ def test_works_with_opacus_grad_sample_module(memory):
             warnings.simplefilter("ignore")
             loss_fn(gsm(X[idx]), Y[idx]).backward()  # GradSampleModule undoes the mean
         o2.step(indices=idx)
-    for p1, p2 in zip(base.parameters(), gsm.parameters()):
+    for p1, p2 in zip(base.parameters(), gsm.parameters(), strict=True):
         torch.testing.assert_close(p1, p2, rtol=1e-4, atol=1e-5)
     assert o1.ledger.epsilon() == o2.ledger.epsilon() > 0
 
@@ -113,14 +113,14 @@ def test_ledger_wiring_and_hard_stop():
     per_sample_grads(model, loss_fn, X[:3], Y[:3])
     with pytest.raises(PrivacyBudgetExceeded, match="budget exhausted"):
         opt.step()
-    for b, p in zip(before, model.parameters()):
+    for b, p in zip(before, model.parameters(), strict=True):
         assert torch.equal(b, p)
 
 
 def test_determinism_and_anchor_state():
     m1, o1 = train(DPC4, seed=4, noise_multiplier=1.0, num_records=N)
     m2, o2 = train(DPC4, seed=4, noise_multiplier=1.0, num_records=N)
-    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
         assert torch.equal(p1, p2)
     assert o1.dpc4_state.anchors.shape == (N, sum(p.numel() for p in m1.parameters()))
     assert o1.dpc4_state.step == 5

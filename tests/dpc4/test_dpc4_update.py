@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from optzoo.dpc4 import ShiftedDecay, clip_rows, dpc4_init, dpc4_update, dpsgd_update
-from optzoo.dpc4.repro import _toy
+from optzoo.dpc4.repro.experiments import toy as _toy
 
 torch.set_num_threads(1)
 
@@ -45,7 +45,7 @@ def test_non_private_limit_is_sgd(memory):
     a = torch.randn(50, 3, generator=g, dtype=torch.float64)
     x_sgd = x = torch.zeros(3, dtype=torch.float64)
     st = dpc4_init(3, memory=memory, num_records=50)
-    for t in range(30):
+    for _t in range(30):
         idx = torch.nonzero(torch.rand(50, generator=g) < 0.2).reshape(-1)
         u, st, _ = dpc4_update(_quad_grads(x, a, idx), st, indices=idx, expected_batch_size=10,
                                sample_rate=0.2, clip1=1e9, clip2=1e9, noise_multiplier=0.0,
@@ -88,7 +88,7 @@ def test_brute_force_sensitivity(memory):
     gen = torch.Generator().manual_seed(3)
     n, d, q, B = 12, 3, 0.5, 6.0
     sched = ShiftedDecay(c0=1.0, gamma=0.5, shift=0.5)
-    for trial in range(5):
+    for _trial in range(5):
         a = torch.randn(n, d, generator=gen, dtype=torch.float64)
         a[0] = 1e4 * torch.randn(d, generator=gen, dtype=torch.float64)  # canary = record 0
         x = torch.zeros(d, dtype=torch.float64)
@@ -102,7 +102,7 @@ def test_brute_force_sensitivity(memory):
                       feedback_noise_multiplier=1.0, generator=torch.Generator().manual_seed(t))
             u, sD_next, info = dpc4_update(_quad_grads(x, a, idx), sD, indices=idx, **kw)
             _, sDp_next, info_p = dpc4_update(_quad_grads(x, a, idx_p), sDp, indices=idx_p, **kw)
-            for s, sp, bound in zip(info.sums, info_p.sums, info.sensitivities):
+            for s, sp, bound in zip(info.sums, info_p.sums, info.sensitivities, strict=True):
                 assert float(torch.linalg.vector_norm(s - sp)) <= bound * (1 + 1e-12)
             if memory == "anchor":  # public memory m is built from releases only: keep it shared
                 sDp_next = sDp_next._replace(memory=sD_next.memory)

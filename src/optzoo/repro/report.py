@@ -297,7 +297,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         "</head><body><h1>optzoo reproduction report</h1>",
         f"<p>Scale <code>{e(str(meta.get('scale')))}</code>, seeds {e(str(meta.get('seeds')))}, "
         f"generated {e(str(meta.get('generated', '')))}; python {e(str(env.get('python')))}, "
-        f"{e(str(env.get('cpu')))}; {e(str(meta.get('jobs')))} jobs.</p>",
+        f"{e(str(env.get('cpu')))}; jobs: {e(str(meta.get('jobs')))}.</p>",
         f"<p class='rule'>{e(_RULE.replace('**', '').replace('`', ''))}</p>",
         "<h2>Summary</h2><ul class='s'>",
     ]

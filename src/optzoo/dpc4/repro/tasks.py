@@ -145,7 +145,7 @@ def run_linear(prob: Problem, method: str, *, lr0, c0, z, z_fb=None, gamma: floa
             u, state, info = dpc4_update(g, state, indices=idx, expected_batch_size=B,
                                          sample_rate=sample_rate, clip1=c1, clip2=c1 + shift,
                                          noise_multiplier=z, feedback_noise_multiplier=z_fb,
-                                         generator=gn)
+                                         generator=gn, inplace=True)
             noise_var += info.noise.pow(2).mean(-1)
         w = w - lr_at(lr0, t)[:, None] * u
         if record_every and (t + 1) % record_every == 0:
