@@ -66,3 +66,28 @@ def test_import_optzoo_is_light():
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("paper", IMPLEMENTED, ids=lambda p: p.slug)
+def test_reproduction_follows_the_shared_layer(paper):
+    """Each room's reproduction is a package behind the library, its claims are data with a
+    kind, its scales carry their seeds, and its docs page has the generated Results block."""
+    from optzoo.repro.claim import Claim
+    from optzoo.repro.report import RESULTS_BEGIN, RESULTS_END
+
+    room = ROOT / "src" / "optzoo" / paper.slug
+    assert (room / "repro" / "__init__.py").is_file(), "the reproduction lives in <slug>/repro/"
+    mod = importlib.import_module(paper.repro_module)
+    assert mod.CLAIMS and all(isinstance(c, Claim) for c in mod.CLAIMS)
+    assert len({c.id for c in mod.CLAIMS}) == len(mod.CLAIMS)
+    assert any(c.kind == "claim" for c in mod.CLAIMS), "at least one claim of the paper"
+    assert mod.SCALES["quick"].seeds >= 5 and mod.SCALES["smoke"].seeds >= 2
+    page = (ROOT / "docs" / "papers" / f"{paper.slug}.md").read_text()
+    assert page.count(RESULTS_BEGIN) == 1 and page.count(RESULTS_END) == 1
+    # the library never imports its reproduction; only the runner sets thread counts
+    for py in room.rglob("*.py"):
+        text = py.read_text()
+        if "repro" not in py.relative_to(room).parts:
+            assert not re.search(rf"optzoo\.{paper.slug}\.repro|from \.repro|from \. import repro", text), py
+        else:
+            assert not re.search(r"set_num_threads\(|environ\[.(OMP|MKL)_NUM_THREADS|threadpool_limits", text), py
