@@ -30,7 +30,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from optzoo.ipgrm.throughput import PIPELINES, Lengths, build_timing_model, run_pipeline
+    from optzoo.ipgrm.repro.throughput import PIPELINES, Lengths, build_timing_model, run_pipeline
 
     torch.set_num_threads(1)
     L = Lengths(*args.lengths)

@@ -55,7 +55,7 @@ def main(argv=None) -> int:
                          "cps": cps, "trace": hv_trace(F, ref, ideal, cps),
                          "t": np.array(stamps) - t0}
         target = 0.9 * min(r["trace"][-1] for r in res.values())
-        for name, r in res.items():
+        for r in res.values():
             k = next(i for i, h in enumerate(r["trace"]) if h >= target)
             r["evals_to_target"] = int(r["cps"][k])
             r["time_to_target"] = float(r["t"][r["cps"][k] - 1])

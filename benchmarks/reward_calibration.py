@@ -39,7 +39,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
-    from optzoo.reward_calibration import toy
+    from optzoo.reward_calibration.repro import toy
     from optzoo.reward_calibration.trl_adapter import make_trl_trainer
 
     ref, source = toy.reference_model(0, sft_steps=100)

@@ -77,8 +77,8 @@ def _ot_part() -> dict:
     import ot
 
     from optzoo.safe_kl import semi_dual_objective
-    from optzoo.safe_kl.repro.ot import _mixture, ground_truth
     from optzoo.safe_kl.ot import semidiscrete_eot
+    from optzoo.safe_kl.repro.ot import _mixture, ground_truth
 
     rng = np.random.default_rng(0)
     xs, yt = _mixture(rng, 1000), _mixture(rng, 100, shift=0.5)

@@ -39,10 +39,24 @@ def _sgd_agda(f, x0, y0, lr_x, lr_y, tol, max_iter):
     return max_iter, calls
 
 
+def _runs(p, x0, y0, steps):
+    """The timed solvers of one problem (closures bound to this problem's data)."""
+    from optzoo.talda import minimax_solve, talda_solve
+
+    f = p.torch_f
+    return {
+        "talda_theory": lambda: talda_solve(f, x0, y0, constants=p.constants, max_iter=50_000),
+        "agda_tuned": lambda: minimax_solve(f, x0, y0, method="agda", lr_x=steps["agda"][0],
+                                            lr_y=steps["agda"][1], max_iter=50_000),
+        "eg_tuned": lambda: minimax_solve(f, x0, y0, method="eg", lr_x=steps["eg"][0],
+                                          lr_y=steps["eg"][1], max_iter=50_000),
+        "anchor_sgd_agda_tuned": lambda: _sgd_agda(f, x0, y0, *steps["agda"], 1e-8, 50_000),
+    }
+
+
 def main(argv=None) -> int:
     import torch
 
-    from optzoo.talda import minimax_solve, talda_solve
     from optzoo.talda.problems import quadratic, yang2d
     from optzoo.talda.repro import _tune
 
@@ -57,15 +71,7 @@ def main(argv=None) -> int:
         xt, yt = p.inits(rng, 3)
         x0, y0 = (torch.tensor(v[0]) for v in p.inits(rng, 1))
         steps = {m: _tune(p, m, None, xt, yt, 8, 10_000) for m in ("agda", "eg")}
-        f = p.torch_f
-        runs = {
-            "talda_theory": lambda: talda_solve(f, x0, y0, constants=p.constants, max_iter=50_000),
-            "agda_tuned": lambda: minimax_solve(f, x0, y0, method="agda", lr_x=steps["agda"][0],
-                                                lr_y=steps["agda"][1], max_iter=50_000),
-            "eg_tuned": lambda: minimax_solve(f, x0, y0, method="eg", lr_x=steps["eg"][0],
-                                              lr_y=steps["eg"][1], max_iter=50_000),
-            "anchor_sgd_agda_tuned": lambda: _sgd_agda(f, x0, y0, *steps["agda"], 1e-8, 50_000),
-        }
+        runs = _runs(p, x0, y0, steps)
         res = {}
         for key, fn in runs.items():
             best = np.inf

@@ -186,9 +186,9 @@ def test_simulated_determinism_and_kappa0_equivalence():
 
 def test_measure_drift_zero_and_monotone():
     pairs = [(make_question(i, ["a1", "b2", "c3"], 4, 8), "a1 b2 f f f", "a1 f") for i in range(20)]
-    d0 = measure_drift(SimulatedJudge(seed=0, resample=False), pairs, n_boot=200)
+    d0 = measure_drift(SimulatedJudge(seed=0, resample=False), pairs)
     assert max(map(abs, d0["plus_values"] + d0["minus_values"])) == 0.0
-    est = [measure_drift(SimulatedJudge(seed=0, drift=k, resample=False), pairs, n_boot=200)["minus"]["estimate"]
+    est = [measure_drift(SimulatedJudge(seed=0, drift=k, resample=False), pairs)["minus"]["estimate"]
            for k in (0.5, 1.0, 2.0)]
     assert 0 < est[0] < est[1] < est[2]
 
@@ -298,7 +298,7 @@ def test_trl_grpo_trainer_two_steps(tmp_path):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from optzoo.ipgrm.hacking import make_world
+    from optzoo.ipgrm.repro.hacking import make_world
     from optzoo.tinylm import tiny_gpt2, word_tokenizer
 
     torch.set_num_threads(1)

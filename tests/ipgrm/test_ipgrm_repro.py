@@ -1,6 +1,6 @@
 
 from optzoo.ipgrm import HFJudge, IPGRMReward, PrincipleCache, make_question, repro
-from optzoo.ipgrm.throughput import (
+from optzoo.ipgrm.repro.throughput import (
     PIPELINES,
     Lengths,
     build_timing_model,
@@ -36,9 +36,59 @@ def test_hf_judge_batched_toy():
 
 
 def test_smoke_repro(tmp_path):
-    per = [repro.run(repro.SCALES["smoke"], s, NullProgress()) for s in (0, 1)]
+    import json
+
+    cfg = repro.SCALES["smoke"]
+    assert 2 <= cfg.seeds <= 3 and repro.SCALES["quick"].seeds >= 5
+    per = [repro.run(cfg, s, NullProgress()) for s in range(cfg.seeds)]
+    per = json.loads(json.dumps(per))  # JSON-clean
     vs = repro.judge(per)
-    assert {v.claim for v in vs} == {c.id for c in repro.CLAIMS}
+    assert [v.claim for v in vs] == [c.id for c in repro.CLAIMS]
+    assert [v.kind for v in vs] == [c.kind for c in repro.CLAIMS]
+    assert {v.claim: v for v in vs}["drift_protocol"].verdict == "passed"
     assert all(p.exists() for p in repro.figures(per, tmp_path))
-    again = repro.run(repro.SCALES["smoke"], 0, NullProgress())
+    again = json.loads(json.dumps(repro.run(cfg, 0, NullProgress())))
     assert again["e3"] == per[0]["e3"] and again["e1"] == per[0]["e1"]
+    rows = again["e2"]["shared"]["rows"]
+    assert all(r["cpu_ms"] > 0 and r["wall_ms"] > 0 for r in rows)
+
+
+def _synthetic(cache_good: bool, n=8):
+    import numpy as np
+
+    out = []
+    for s in range(n):
+        rng = np.random.default_rng(s)
+        rows = {"shared": [], "plain": []}
+        for variant in rows:
+            for G in (2, 4, 8, 16):
+                base = 100.0 * G * (1 + 0.02 * rng.standard_normal())
+                gain = (0.05 + 0.02 * G) if cache_good else -(0.05 + 0.02 * G)
+                ms = {"coupled": base, "naive": base * (1.15 if cache_good else 0.8),
+                      "cached": base * (1 - gain)}
+                for k, v in ms.items():
+                    rows[variant].append({"G": G, "pipeline": k, "cpu_ms": v, "wall_ms": 1.3 * v})
+        e2 = {v: {"rows": r, "cost_model_error": 0.1 + 0.01 * rng.standard_normal(), "cost_model": []}
+              for v, r in rows.items()}
+        e3 = {}
+        for arm in ("coupled", "ip_cache"):
+            curves = {"reward": list(np.linspace(5, 9, 10)), "gold": list(np.linspace(0, 1, 10) + 0.01 * s),
+                      "hack": [0.1] * 10, "kl": [0.0] * 10, "noise": [0.0] * 10}
+            e3[f"{arm}@2.0"] = {"curves": curves}
+        out.append({"e1": {"0.0": {"max_abs": 0.0}, "1.0": {"plus": {"estimate": 0.1, "low": 0.05},
+                                                            "minus": {"estimate": 0.1, "low": 0.05}}},
+                    "e2": e2, "e3": e3, "probe": {"ip_cache": 1.0, "ip_nocache": 1.5 + 0.01 * s}})
+    return out
+
+
+def test_judge_synthetic_worse_and_better():
+    worse = {v.claim: v for v in repro.judge(_synthetic(False))}
+    better = {v.claim: v for v in repro.judge(_synthetic(True))}
+    claims = [c.id for c in repro.CLAIMS if c.kind == "claim"]
+    assert claims == ["cache_faster", "naive_slower", "gain_grows_with_g"]
+    assert any(worse[c].verdict == "not reproduced" for c in claims)
+    assert all(worse[c].verdict == "not reproduced" for c in claims)
+    assert all(better[c].verdict == "reproduced" for c in claims)
+    kinds = {c.id: c.kind for c in repro.CLAIMS}
+    assert kinds["drift_protocol"] == kinds["consistency"] == "check"
+    assert kinds["hacking"] == kinds["gold_falls"] == "finding"

@@ -8,7 +8,8 @@ import torch
 pytest.importorskip("trl")
 
 from optzoo.repro.claim import NullProgress  # noqa: E402
-from optzoo.reward_calibration import repro, toy  # noqa: E402
+from optzoo.reward_calibration import repro  # noqa: E402
+from optzoo.reward_calibration.repro import toy  # noqa: E402
 from optzoo.reward_calibration.trl_adapter import (  # noqa: E402
     RCDPOConfig,
     RCDPOTrainer,
@@ -100,15 +101,21 @@ def test_rc_config_errors():
     assert issubclass(RCDPOTrainer, __import__("trl").DPOTrainer)
 
 
-@pytest.mark.parametrize("seeds", [[0, 1]])
-def test_smoke_reproduction(seeds, tmp_path):
+def test_smoke_reproduction(tmp_path):
+    import json
+
     cfg = repro.SCALES["smoke"]
-    per_seed = [repro.run(cfg, s, NullProgress()) for s in seeds]
+    assert 2 <= cfg.seeds <= 3 and repro.SCALES["quick"].seeds >= 5
+    assert repro.SCALES["full"].seeds > repro.SCALES["quick"].seeds
+    per_seed = [repro.run(cfg, s, NullProgress()) for s in range(cfg.seeds)]
+    per_seed = json.loads(json.dumps(per_seed))  # JSON-clean (the runner stores it so)
     verdicts = repro.judge(per_seed)
-    assert {v.claim for v in verdicts} == {c.id for c in repro.CLAIMS}
+    assert [v.claim for v in verdicts] == [c.id for c in repro.CLAIMS]
+    assert [v.kind for v in verdicts] == [c.kind for c in repro.CLAIMS]
     by = {v.claim: v for v in verdicts}
-    assert by["trl_parity"].verdict == "reproduced"
-    assert by["band_exact"].verdict == "reproduced"
+    assert by["trl_parity"].verdict == "passed"
+    assert by["band_exact"].verdict == "passed"
+    assert all("gold" in a for a in per_seed[0]["arms"].values())
     paths = repro.figures(per_seed, tmp_path)
     assert paths and all(p.exists() for p in paths)
     assert set(repro.SCALES) >= {"smoke", "quick", "full"}

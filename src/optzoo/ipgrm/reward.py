@@ -272,7 +272,7 @@ def grpo_advantages(rewards, group_size: int, *, eps: float = 1e-6) -> np.ndarra
     return ((g - g.mean(1, keepdims=True)) / (g.std(1, keepdims=True) + eps)).ravel()
 
 
-def measure_drift(judge: Judge, pairs, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def measure_drift(judge: Judge, pairs, *, level: float = 0.95) -> dict:
     """Principle drift (paper Fig. 2): score R+ and R- under P0(Q), P+(Q, R+) and P-(Q, R-).
 
     ``pairs``: (Q, R+, R-) triples. P0 comes from Stage 1; P+ / P- are the rubrics the

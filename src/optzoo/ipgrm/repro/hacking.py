@@ -16,10 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from optzoo._core.rng import derive_seed, np_rng, torch_generator
-from optzoo.ipgrm.reward import CoupledGRMReward, IPGRMReward, PrincipleCache
-from optzoo.ipgrm.simulated import SimulatedJudge, gold_quality, make_question
+from optzoo.ipgrm import (
+    CoupledGRMReward,
+    IPGRMReward,
+    PrincipleCache,
+    SimulatedJudge,
+    gold_quality,
+    make_question,
+)
 
-__all__ = ["make_world", "run_grpo", "ARMS", "within_group_noise"]
+__all__ = ["ARMS", "consistency_probe", "make_world", "run_grpo", "within_group_noise"]
 
 ARMS = ("proxy", "coupled", "ip_nocache", "ip_cache")
 N_FILL = 16

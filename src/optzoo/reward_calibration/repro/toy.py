@@ -1,4 +1,4 @@
-"""The toy-language preference experiment behind ``repro.py`` (SFT reference, then DPO-family
+"""The toy-language preference experiment of the reproduction (SFT reference, then DPO-family
 training with and without reward calibration, held-out likelihood changes).
 
 Everything here is INFERRED (our CPU-scale reproduction design, spec section 3): the toy world
@@ -17,11 +17,11 @@ import torch
 import torch.nn.functional as F
 
 from optzoo._core.rng import derive_seed, np_rng, torch_generator
-from optzoo.reward_calibration.calibration import RewardCalibrator
-from optzoo.reward_calibration.losses import incentives, pairwise_loss
+from optzoo.reward_calibration import RewardCalibrator, incentives, pairwise_loss
 
-__all__ = ["ToyData", "make_data", "reference_model", "sequence_logps", "stack_weights",
-           "stacked_logps", "train_arms", "evaluate_pairs", "trl_rpo_arm"]
+__all__ = ["ToyData", "evaluate_pairs", "make_data", "reference_model", "sample_gold_reward",
+           "sequence_logps", "stack_weights", "stacked_logps", "train_arms", "trl_parity",
+           "trl_rpo_arm"]
 
 WORLD_SEED = 0  # the world the ``toy`` checkpoint was trained on
 PROMPT_LEN = 6
@@ -139,12 +139,8 @@ def _lin(x, w, b):
     return torch.einsum("abte,aef->abtf", x, w) + b[:, None, None]
 
 
-def stacked_logps(W: dict, ids, n_head: int, *, head=None):
-    """Summed response log-probabilities, ``ids`` (A, B, T) -> (A, B); GPT-2 math exactly.
-
-    ``head`` (default ``W["wte.weight"]``) lets the caller pass a separate tensor for the output
-    use of the tied embedding, so that its gradient is the LM-head gradient alone.
-    """
+def _stacked_hidden(W: dict, ids, n_head: int):
+    """Final-layer-norm hidden states ``(A, B, T, E)`` of the stacked GPT-2 (GPT-2 math)."""
     A, B, T = ids.shape
     arm = torch.arange(A)[:, None, None]
     h = W["wte.weight"][arm, ids] + W["wpe.weight"][:, None, :T]
@@ -163,10 +159,52 @@ def stacked_logps(W: dict, ids, n_head: int, *, head=None):
         x = _ln(h, p("ln_2.weight"), p("ln_2.bias"))
         x = F.gelu(_lin(x, p("mlp.c_fc.weight"), p("mlp.c_fc.bias")), approximate="tanh")
         h = h + _lin(x, p("mlp.c_proj.weight"), p("mlp.c_proj.bias"))
-    h = _ln(h[:, :, PROMPT_LEN:-1], W["ln_f.weight"], W["ln_f.bias"])
+    return _ln(h, W["ln_f.weight"], W["ln_f.bias"])
+
+
+def stacked_logps(W: dict, ids, n_head: int, *, head=None):
+    """Summed response log-probabilities, ``ids`` (A, B, T) -> (A, B); GPT-2 math exactly.
+
+    ``head`` (default ``W["wte.weight"]``) lets the caller pass a separate tensor for the output
+    use of the tied embedding, so that its gradient is the LM-head gradient alone.
+    """
+    h = _stacked_hidden(W, ids, n_head)[:, :, PROMPT_LEN:-1]
     logits = torch.einsum("abte,ave->abtv", h, W["wte.weight"] if head is None else head)
     lp = torch.log_softmax(logits, -1)
     return lp.gather(-1, ids[:, :, PROMPT_LEN + 1:, None])[..., 0].sum(-1)
+
+
+@torch.no_grad()
+def sample_gold_reward(W: dict, n_head: int, *, n_prompts: int, per_prompt: int,
+                       seed: int) -> list[float]:
+    """Mean gold reward (teacher log-likelihood - cost x bad tokens) of policy samples, per arm.
+
+    ``n_prompts`` fresh prompts, ``per_prompt`` samples each at temperature 1, 10 response
+    words each. INFERRED (ours): sampling is restricted to the 32 word tokens (the softmax is
+    renormalised over them) so every sample is a scorable 10-word response. All arms use the
+    same prompts and the same uniforms (common random numbers: the paired RC - base difference
+    is not blurred by sampling noise that the arms do not share).
+    """
+    from optzoo.tinylm import ToyLanguage
+    from optzoo.tinylm.toylang import RESPONSE_LEN, WORD0
+
+    world = ToyLanguage(seed=WORLD_SEED)
+    A = W["wte.weight"].shape[0]
+    prompts = world.sample_prompts(n_prompts, seed=derive_seed(seed, "gold_prompts") % 2**31)
+    prompts = np.repeat(prompts, per_prompt, axis=0)
+    n = len(prompts)
+    ids = torch.from_numpy(world.encode(prompts))[None].repeat(A, 1, 1)
+    u = torch.rand(RESPONSE_LEN, n, generator=torch_generator(seed, "gold_uniforms"))
+    words = torch.empty(A, n, RESPONSE_LEN, dtype=torch.long)
+    for t in range(RESPONSE_LEN):
+        h = _stacked_hidden(W, ids, n_head)[:, :, -1]
+        logits = torch.einsum("abe,ave->abv", h, W["wte.weight"])[..., WORD0:WORD0 + 32]
+        cdf = torch.softmax(logits.double(), -1).cumsum(-1)
+        tok = torch.searchsorted(cdf, u[t][None, :, None].double().expand(A, n, 1).contiguous())[..., 0]
+        tok = tok.clamp(max=31)
+        words[:, :, t] = tok
+        ids = torch.cat([ids, (WORD0 + tok)[..., None]], dim=-1)
+    return [float(world.gold_reward(prompts, words[a].numpy()).mean()) for a in range(A)]
 
 
 def _new_trace():
@@ -176,7 +214,8 @@ def _new_trace():
 
 def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch: int,
                lr: float, seed: int, phi: str = "head", ema_beta: float = 0.98,
-               trace_every: int = 10, progress=None) -> list[dict]:
+               trace_every: int = 10, progress=None, gold_prompts: int = 0,
+               gold_per_prompt: int = 16) -> list[dict]:
     """Train one copy of ``ref_model`` per arm, all arms in one batched computation.
 
     ``arms``: dicts with ``loss_type``, ``rc`` (bool), ``k`` (a key of ``datasets``), optional
@@ -184,6 +223,8 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
     ``rpo_alpha`` baseline). ``datasets[k] = (train, held)``. Arms differ only in their loss:
     same reference, same batch indices at every step, same Adam and learning rate. ``phi``:
     ``head`` (the output use of the tied embedding: the LM-head gradient) or ``all``.
+    ``gold_prompts`` > 0: also the mean gold reward of ``gold_per_prompt`` samples on each of
+    that many fresh prompts (:func:`sample_gold_reward`), key ``gold``.
     """
     A = len(arms)
     W = stack_weights(ref_model, A)
@@ -247,6 +288,8 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
         if progress is not None:
             progress.advance()
     wall = time.perf_counter() - t0
+    gold = (sample_gold_reward(W, n_head, n_prompts=gold_prompts, per_prompt=gold_per_prompt,
+                               seed=seed) if gold_prompts > 0 else None)
     out = []
     with torch.no_grad():
         for a, arm in enumerate(arms):
@@ -260,6 +303,8 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
                         "accuracy": float(((dw - dl) > 0).double().mean()),
                         "trace": traces[a], "wall_s": wall / A,
                         "skipped": 0 if calibs[a] is None else int(calibs[a].state["skipped"])})
+            if gold is not None:
+                out[-1]["gold"] = gold[a]
     return out
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_choice, check_int
 
-__all__ = ["Lengths", "expected_counts", "run_pipeline", "pipeline_cost", "build_timing_model", "fit_cost_model", "PIPELINES"]
+__all__ = ["PIPELINES", "Lengths", "build_timing_model", "expected_counts", "fit_cost_model", "pipeline_cost",
+           "run_pipeline"]
 
 PIPELINES = ("coupled", "naive", "cached")
 
@@ -81,8 +82,10 @@ def _expand(nxt, cache, G):
 
 def run_pipeline(kind: str, model, *, n_prompts: int, group: int, lengths: Lengths = Lengths(),
                  seed: int = 0, prefix_sharing: bool = False) -> dict:
-    """Run one reward pipeline for one GRPO step; returns wall seconds and the forward-pass log
-    (rows, new tokens, cache length) from which token counts and the cost model follow.
+    """Run one reward pipeline for one GRPO step; returns wall seconds, CPU seconds of this
+    process (``time.process_time``: what the judged latency claims use, since it does not count
+    time spent waiting for a core on a loaded machine) and the forward-pass log (rows, new
+    tokens, cache length) from which token counts and the cost model follow.
 
     ``prefix_sharing=True`` (as vLLM's prefix cache would) prefills the shared question once
     per prompt and reuses its KV cache for the G rows; for ``cached`` the Stage-1 cache
@@ -99,7 +102,7 @@ def run_pipeline(kind: str, model, *, n_prompts: int, group: int, lengths: Lengt
     r = torch.randint(2, V, (B * G, lengths.r), generator=g)
     q_rows = q.repeat_interleave(G, 0)
     log: list = []
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     if not prefix_sharing:
         if kind == "coupled":
             _greedy(model, *_prefill(model, torch.cat([q_rows, r], 1), None, log), lengths.p + lengths.j, log)
@@ -125,9 +128,9 @@ def run_pipeline(kind: str, model, *, n_prompts: int, group: int, lengths: Lengt
             cache.batch_repeat_interleave(G)
             last = p0[:, -1:].repeat_interleave(G, 0)  # its KV is not in the cache yet
             _greedy(model, *_prefill(model, torch.cat([last, r], 1), cache, log), lengths.j, log)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     passes = [x[:3] for x in log if x[3] != 2]
-    return {"seconds": wall, "log": passes, "passes": len(passes),
+    return {"seconds": wall, "cpu_seconds": cpu, "log": passes, "passes": len(passes),
             "prefill_tokens": sum(b * t for b, t, c, f in log if f == 1),
             "decoded_tokens": sum(b for b, t, c, f in log if f != 1)}
 
