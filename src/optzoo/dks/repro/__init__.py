@@ -103,7 +103,7 @@ class Config:
 SCALES = {
     "smoke": Config("smoke", 2, ("K5", "C8", "karate"), (5, 10), (("gnp", 60, 8),), (8,), 60,
                     2000, (), (), (), 5, adamw=True, restarts=False),
-    "quick": Config("quick", 10, ("K5", "C8", "K7", "petersen", "K6_in_sparse", "karate",
+    "quick": Config("quick", 5, ("K5", "C8", "K7", "petersen", "K6_in_sparse", "karate",
                                  "les_miserables"), (5, 10),
                     (("gnp", 60, 8), ("gnp", 100, 10), ("gnp", 150, 12), ("gnp", 200, 15),
                      ("sbm", 60, 8), ("sbm", 80, 8), ("sbm", 100, 10)), (5, 0), 200, 5000,

@@ -46,7 +46,7 @@ SCALES = {
                     c1_steps=2000, c2_betas=3, c2_steps=3000, c4_kappas=(1.0, 100.0), c4_ratios=(1e-2, 1.0),
                     nn_steps=200, nn_lrs=(0.03, 0.1)),
     "quick": Config(d=20, steps=20_000, inner_seeds=16, betas=(0.5, 0.8, 0.9, 0.95, 0.99),
-                    forms=("torch", "ema", "nesterov"), seeds=10, nn_steps=4000,
+                    forms=("torch", "ema", "nesterov"), seeds=8, nn_steps=4000,
                     c4_kappas=(1.0, 10.0, 100.0), c4_ratios=tuple(np.logspace(-4, 1, 6).tolist())),
     "full": Config(d=20, steps=200_000, inner_seeds=64, betas=(0.5, 0.8, 0.9, 0.95, 0.99),
                    forms=("torch", "ema", "nesterov"), seeds=20, c1_steps=200_000, c2_betas=10, c2_steps=8000,
