@@ -117,6 +117,26 @@ def reproduce(
 
 
 @app.command()
+def report(
+    slugs: Annotated[list[str] | None, typer.Argument(help="papers to report (default: all implemented)")] = None,
+    scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
+    out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
+    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks")] = False,
+) -> None:
+    """Judge the finished units in OUT without running anything, and write the report."""
+    from optzoo.papers import get_paper, implemented_papers
+    from optzoo.repro.pipeline import report_existing
+
+    slugs = slugs or [p.slug for p in implemented_papers()]
+    for slug in slugs:
+        try:
+            get_paper(slug)
+        except KeyError as exc:
+            raise typer.BadParameter(exc.args[0], param_hint="SLUGS") from None
+    raise typer.Exit(report_existing(slugs, scale=scale, out=out, write_docs=write_docs, console=_console()))
+
+
+@app.command()
 def dks(
     graph: Annotated[str, typer.Argument(help="edge list (.txt/.gz), .mtx or .csv file")],
     k: Annotated[int, typer.Option("-k", "--k", help="subgraph size")],

@@ -103,6 +103,22 @@ def test_resume_reruns_stale_units(tmp_path, monkeypatch):
     assert runner.config_hash(__import__(MOD, fromlist=["SCALES"]).SCALES["smoke"]) == prov["config_hash"]
 
 
+def test_report_existing_judges_without_running(tmp_path):
+    from optzoo.repro.pipeline import report_existing
+
+    assert _run(tmp_path) == 0
+    (tmp_path / "report.md").unlink()
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "selftest").glob("seed-*.json")}
+    console = Console(file=open(os.devnull, "w"))
+    assert report_existing(["selftest"], scale="smoke", out=tmp_path, console=console,
+                           modules={"selftest": MOD}) == 0
+    assert "positive_mean" in (tmp_path / "report.md").read_text()
+    assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "selftest").glob("seed-*.json")}
+    # nothing finished at this scale: reported, and a non-zero exit
+    assert report_existing(["selftest"], scale="quick", out=tmp_path, console=console,
+                           modules={"selftest": MOD}) == 1
+
+
 def test_default_seeds_come_from_scales(tmp_path):
     assert _run(tmp_path, seeds=None) == 0
     assert sorted(p.name for p in (tmp_path / "selftest").glob("seed-*.json")) == [

@@ -13,7 +13,8 @@ from typing import Any
 from optzoo.repro.claim import PaperRun, Verdict
 from optzoo.repro.runner import Unit, UnitOutcome, error_path, load_unit, run_units, unit_path
 
-__all__ = ["SCALE_NAMES", "judge_paper", "reproduce", "collect_results"]
+__all__ = ["SCALE_NAMES", "collect_results", "judge_paper", "report_existing", "reproduce",
+           "write_outputs"]
 
 SCALE_NAMES = ("smoke", "quick", "full")
 
@@ -132,7 +133,7 @@ def reproduce(
     from rich.console import Console
 
     from optzoo._core.io import environment_manifest
-    from optzoo.papers import get_paper, implemented_papers
+    from optzoo.papers import get_paper
     from optzoo.repro import report
 
     console = console or Console()
@@ -194,28 +195,8 @@ def reproduce(
         "backend": backend, "jobs": jobs,
         "threads_per_unit": max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(units)))),
     }
-    report.write_markdown(runs, out / "report.md", meta)
-    report.write_html(runs, out / "report.html", meta)
-    if write_docs:
-        # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,
-        # not only the papers of this invocation, so papers can be re-run one at a time.
-        doc_runs = list(runs)
-        for paper in implemented_papers():
-            if paper.slug in slugs:
-                continue
-            records, _ = collect_results(out, paper.slug, scale)
-            if records:
-                doc_runs.append(judge_paper(paper.slug, paper.repro_module, scale, records, {}, out))
-        order = {p.slug: p.number for p in implemented_papers()}
-        doc_runs.sort(key=lambda r: order.get(r.slug, 0))
-        merged = sorted({r.slug for r in doc_runs} - set(slugs))
-        doc_meta = dict(meta, note=(
-            f"Papers not named in this command ({', '.join(merged)}) are judged from their "
-            f"earlier finished units in `{out}`; each section gives its own seeds.") if merged else "")
-        path = report.write_results_doc(doc_runs, docs_dir, doc_meta)
-        console.log(f"wrote {path} ({len(doc_runs)} papers)")
-        if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
-            console.log("updated the last-verdicts column of README.md")
+    write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs,
+                  docs_dir=docs_dir, console=console)
     report.console_table(runs, console)
     console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'} "
                   f"({time.time() - t0:.0f} s)")
@@ -223,3 +204,66 @@ def reproduce(
         return 130
     failed = any(r.errors or r.judge_error for r in runs)
     return 1 if failed else 0
+
+
+def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], *, out: Path,
+                  scale: str, write_docs: bool, docs_dir: Path, console) -> None:
+    """report.md and report.html in OUT; with ``write_docs`` also docs/RESULTS.md, the Results
+    blocks of docs/papers/*.md and the README's last-verdicts column."""
+    from optzoo.papers import implemented_papers
+    from optzoo.repro import report
+
+    report.write_markdown(runs, out / "report.md", meta)
+    report.write_html(runs, out / "report.html", meta)
+    if not write_docs:
+        return
+    # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,
+    # not only the papers of this invocation, so papers can be re-run one at a time.
+    doc_runs = list(runs)
+    for paper in implemented_papers():
+        if paper.slug in slugs:
+            continue
+        records, _ = collect_results(out, paper.slug, scale)
+        if records:
+            doc_runs.append(judge_paper(paper.slug, paper.repro_module, scale, records, {}, out))
+    order = {p.slug: p.number for p in implemented_papers()}
+    doc_runs.sort(key=lambda r: order.get(r.slug, 0))
+    merged = sorted({r.slug for r in doc_runs} - set(slugs))
+    doc_meta = dict(meta, note=(
+        f"Papers not named in this command ({', '.join(merged)}) are judged from their "
+        f"earlier finished units in `{out}`; each section gives its own seeds.") if merged else "")
+    path = report.write_results_doc(doc_runs, docs_dir, doc_meta)
+    console.log(f"wrote {path} and the Results blocks of docs/papers ({len(doc_runs)} papers)")
+    if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
+        console.log("updated the last-verdicts column of README.md")
+
+
+def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path("results"),
+                    write_docs: bool = False, docs_dir: Path = Path("docs"), console=None,
+                    modules: dict[str, str] | None = None) -> int:
+    """Judge the finished units already in OUT (no unit is run) and write the reports: for
+    re-reading results, or for papers run in separate invocations. Returns 1 if a judge failed
+    or a paper has no finished unit at this scale, else 0."""
+    from rich.console import Console
+
+    from optzoo._core.io import environment_manifest
+    from optzoo.papers import get_paper
+    from optzoo.repro import report
+
+    console = console or Console()
+    out = Path(out)
+    runs = []
+    for slug in slugs:
+        records, _ = collect_results(out, slug, scale)
+        module = (modules or {}).get(slug) or get_paper(slug).repro_module
+        runs.append(judge_paper(slug, module, scale, records, {}, out))
+    meta = {"scale": scale, "seeds": "per paper (see each section)",
+            "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
+            "environment": environment_manifest(), "backend": "(judged from finished units)",
+            "jobs": "-", "threads_per_unit": "-"}
+    write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
+                  console=console)
+    report.console_table(runs, console)
+    console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'}")
+    return 1 if any(r.judge_error or not r.per_seed for r in runs) else 0
