@@ -51,7 +51,7 @@ def test_decomposition_covers_and_partitions(n, d, o):
 
 def test_overlap_schedule_non_increasing():
     o = [overlap_at(18, t, 0.1) for t in range(1, 2000)]
-    assert o[0] == 18 and all(a >= b for a, b in zip(o, o[1:]))
+    assert o[0] == 18 and all(a >= b for a, b in zip(o[:-1], o[1:], strict=True))
     assert o[-1] == int(np.floor(18 * 1999 ** -0.1))
 
 
@@ -60,7 +60,7 @@ def test_overlap_schedule_non_increasing():
 def test_construction_always_feasible(space):
     rng = np.random.default_rng(0)
     st = _stats(space)
-    for trial in range(30):
+    for _ in range(30):
         st.Q = rng.normal(size=st.Q.shape)
         st.N = rng.integers(0, 5, size=st.N.shape).astype(float)
         st.S = rng.normal(size=st.S.shape)
@@ -112,7 +112,7 @@ def test_dual_bounds_and_inert_when_uncovered_twice():
         assert ((st.lam >= 0) & (st.lam <= 10)).all()
     assert (st.lam[:6] == 0).all() and (st.lam[6:] > 0).all()
     # lambda only increases (viol >= 0.1): check monotone trace
-    assert all(a <= b + 1e-15 for a, b in zip(st.lam_trace, st.lam_trace[1:]))
+    assert all(a <= b + 1e-15 for a, b in zip(st.lam_trace[:-1], st.lam_trace[1:], strict=True))
 
 
 def test_dual_penalty_never_changes_a_choice():

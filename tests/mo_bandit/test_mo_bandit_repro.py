@@ -72,9 +72,22 @@ def test_smoke_reproduction(smoke_runs, tmp_path):
     json.dumps(smoke_runs)
     verdicts = repro.judge(smoke_runs)
     assert all(isinstance(v, Verdict) for v in verdicts)
-    assert {v.claim for v in verdicts} == {c.id for c in repro.CLAIMS}
+    assert [v.claim for v in verdicts] == [c.id for c in repro.CLAIMS]
+    assert [v.kind for v in verdicts] == [c.kind for c in repro.CLAIMS]
     paths = repro.figures(smoke_runs, tmp_path)
     assert paths and all(p.exists() for p in paths)
+
+
+def test_scales_have_seeds_and_active_decomposition():
+    from optzoo.mo_bandit import repro
+
+    assert repro.SCALES["smoke"].seeds in (2, 3)
+    assert repro.SCALES["quick"].seeds >= 5 and repro.SCALES["full"].seeds > repro.SCALES["quick"].seeds
+    for name in ("quick", "full"):
+        cfg = repro.SCALES[name]
+        big = [p for p in cfg.problems if repro._make(p, 90000).space.n >= 50]
+        assert len(big) >= 3  # the decomposition has several overlapping windows there
+        assert repro._windows_at_start(cfg.regret_n, "ucb") > 1 and repro._windows_at_start(cfg.regret_n, "ts") > 1
 
 
 def test_smoke_is_deterministic(smoke_runs):
@@ -85,3 +98,47 @@ def test_smoke_is_deterministic(smoke_runs):
     for k in a:
         assert a[k]["hv"] == b[k]["hv"] and a[k]["trace"] == b[k]["trace"]
     assert smoke_runs[0]["regret"]["ucb"]["R"] == again["regret"]["ucb"]["R"]
+
+
+def _synthetic(better: bool, n_seeds: int = 8) -> list[dict]:
+    """Per-seed records in the shape run() returns, with D&L clearly better / worse."""
+    rng = np.random.default_rng(5)
+    B = 1000
+    out = []
+    for _ in range(n_seeds):
+        probs = {}
+        for p in ("bi_tsp20", "bi_tsp50", "tri_tsp50", "bi_kp50"):
+            edge = {"bi_tsp20": 0.02, "bi_tsp50": 0.06, "tri_tsp50": 0.10, "bi_kp50": 0.05}[p]
+            ref = 0.7 + rng.normal(0, 0.005)
+            dl = (ref * 0.92 if better else ref * 0.5) + rng.normal(0, 0.003)
+            nsga_hv = dl - edge if better else dl + edge
+            methods = {"D&L": {"hv": dl, "nfev": B}, "nsga2": {"hv": nsga_hv + rng.normal(0, 0.002), "nfev": B},
+                       "random": {"hv": dl - 0.1 if better else dl + 0.1, "nfev": B}}
+            probs[p] = {"methods": methods, "reference": {"hv": ref, "solver": "WS-LKH (elkai)"}}
+        T = np.unique(np.geomspace(1000, 16000, 9).astype(int)).astype(float)
+        R = (5 * np.sqrt(T * np.log(T)) if better else 2.0 * T) * np.exp(rng.normal(0, 0.01, T.size))
+        reg = {"T": T.astype(int).tolist(), "R": R.tolist(), "argmax_hits": 0.9}
+        out.append({"budget": B, "problems": probs, "regret": {"ucb": reg, "ts": reg},
+                    "mobo": {"problem": "bi_tsp20", "budget": 100,
+                             "hv_dl": 0.45 + rng.normal(0, 0.005) if better else 0.30 + rng.normal(0, 0.005),
+                             "hv_tpe": 0.42 + rng.normal(0, 0.005),
+                             "cpu_dl": 0.02 if better else 1.0, "cpu_tpe": 6.0 * np.exp(rng.normal(0, 0.1))}})
+    return out
+
+
+def test_claims_can_fail_on_a_clearly_worse_method():
+    from optzoo.mo_bandit import repro
+
+    verdicts = repro.judge(_synthetic(better=False))
+    claims = {v.claim: v.verdict for v in verdicts if v.kind == "claim"}
+    assert "not reproduced" in claims.values()
+    assert all(claims[k] == "not reproduced" for k in
+               ("hv_vs_specialised", "vs_mobo_hv", "vs_mobo_cost", "trend", "regret_ucb", "regret_ts"))
+
+
+def test_claims_hold_on_a_clearly_better_method():
+    from optzoo.mo_bandit import repro
+
+    verdicts = repro.judge(_synthetic(better=True))
+    assert [v.claim for v in verdicts] == [c.id for c in repro.CLAIMS]
+    assert all(v.verdict in ("reproduced", "passed") for v in verdicts), [(v.claim, v.verdict) for v in verdicts]
