@@ -128,3 +128,64 @@ def test_file_errors_name_file_and_line(tmp_path):
     p.write_text("0 1 1.0\n1 2 abc\n")
     with pytest.raises(ValueError, match="line 2: the weight must be a number"):
         read_graph(p)
+
+
+# --------------------------------------------------------------------------- issue 17, item 5
+
+
+def test_networkx_self_loop_dropped_with_warning_not_negative_weight():
+    # networkx writes an undirected loop as +1, +1, -1 COO entries: read as "Got -1.0" before.
+    for g in (nx.Graph([(0, 1), (1, 2)]), nx.karate_club_graph()):
+        g.add_edge(0, 0)
+        with pytest.warns(UserWarning, match="dropped 1 self-loop"):
+            out = read_graph(g)
+        assert out.adj.diagonal().sum() == 0 and out.m == g.number_of_edges() - 1
+
+
+def test_csv_without_header_keeps_first_edge(tmp_path):
+    p = tmp_path / "e.csv"
+    p.write_text("0,1\n1,2\n2,3\n")
+    assert read_graph(p).m == 3
+    p.write_text("0,1,2.5\n1,2,1.0\n")
+    g = read_graph(p)
+    assert g.m == 2 and g.max_weight == 2.5
+    p.write_text("u,v\n0,1\n1,2\n")  # a header is still a header
+    assert read_graph(p).m == 2
+
+
+def test_fake_gzip_and_directory_get_clear_errors(tmp_path):
+    p = tmp_path / "e.txt.gz"
+    p.write_text("0 1\n1 2\n")
+    with pytest.raises(ValueError, match=r"The 'graph' argument of read_graph must be a "
+                                         r"gzip-compressed file.*Got '.*e\.txt\.gz'\."):
+        read_graph(p)
+    with pytest.raises(ValueError, match=r"must be a path to a graph file \(not a directory\)\. "
+                                         rf"Got {re.escape(repr(str(tmp_path)))}\."):
+        read_graph(tmp_path)
+    m = tmp_path / "bad.mtx"
+    m.write_text("not a matrix market file\n")
+    with pytest.raises(ValueError, match="must be a Matrix Market file"):
+        read_graph(m)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_dense_adjacency_file_read_as_matrix(tmp_path, n):
+    a = np.zeros((n, n), dtype=int)
+    for i in range(n - 1):
+        a[i, i + 1] = a[i + 1, i] = 1  # a path
+    a[0, n - 1] = a[n - 1, 0] = 1  # closed into a cycle
+    for sep, name in ((" ", "adj.txt"), (",", "adj.csv")):
+        p = tmp_path / name
+        np.savetxt(p, a, fmt="%d", delimiter=sep)
+        g = read_graph(p)
+        assert (g.n, g.m) == (n, n)
+        assert np.array_equal(g.adj.toarray(), a)
+
+
+def test_square_edge_lists_stay_edge_lists(tmp_path):
+    p = tmp_path / "e.txt"
+    p.write_text("0 2\n2 0\n")  # 2 x 2: an edge list (a repeated edge), not a matrix
+    g = read_graph(p)
+    assert g.labels.tolist() == [0, 2] and g.m == 1
+    p.write_text("0 1 2\n1 2 1\n2 3 5\n")  # 3 x 3 but not a hollow symmetric matrix
+    assert read_graph(p).m == 3

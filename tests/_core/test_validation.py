@@ -64,3 +64,16 @@ def test_check_finite_numpy_and_torch():
         check_finite("x", np.array([1.0, np.nan]), owner="f")
     with pytest.raises(ValueError, match="only finite values"):
         check_finite("x", torch.tensor([1.0, float("inf")]), owner="f")
+
+
+def test_check_device():
+    from optzoo._core.validation import check_device
+
+    assert check_device("device", None, owner="f") == torch.device("cpu")
+    assert check_device("device", "cpu", owner="f") == torch.device("cpu")
+    missing = ["cuda:99", "tpu"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for dev in missing:
+        with pytest.raises(ValueError, match=rf"The 'device' argument of f must be .*Got '{dev}'\."):
+            check_device("device", dev, owner="f")
+    with pytest.raises(TypeError, match=r"The 'device' argument of f must be a torch device"):
+        check_device("device", 1.5, owner="f")

@@ -304,3 +304,41 @@ def test_acnr_update_functional():
     with pytest.raises(ValueError, match="'refine' argument of acnr_update"):
         acnr_update(A, A_prev.tocsr(), CS, rng.normal(size=(4, 2)), rng.normal(size=(5, 2)),
                     refine=[99])
+
+
+# --------------------------------------------------------------------------- issue 17, item 5
+
+
+def test_fit_networkx_graph_with_self_loop_drops_it_with_warning():
+    g = nx.karate_club_graph()
+    g.add_edge(0, 0)
+    X = np.eye(34)[:, :4]
+    with pytest.warns(UserWarning, match="dropped 1 self-loop"):
+        st = DynamicCoarsener(k=8, seed=0, certificate=False).fit(g, X)
+    assert st.C.shape == (34, 8)
+
+
+def test_fgc_rejects_asymmetric_adjacency():
+    A = sp.csr_matrix(np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0.0]]))
+    with pytest.raises(ValueError, match=r"The 'adj' argument of fgc must be symmetric .*"
+                                         r"Got 'an asymmetric matrix, max \|A - A\.T\| = 1'\."):
+        fgc(A, np.eye(3), 2)
+    with pytest.raises(ValueError, match=r"The 'adj' argument of fgc must be non-negative"):
+        fgc(sp.csr_matrix(np.array([[0, -1.0], [-1.0, 0]])), np.eye(2), 1)
+    with pytest.raises(ValueError, match=r"The 'adj' argument of fgc must be a square"):
+        fgc(sp.csr_matrix(np.ones((2, 3))), np.eye(2), 1)
+
+
+def test_fit_warns_when_one_supernode_takes_most_nodes():
+    g = nx.star_graph(183)  # 184 nodes; the heavy-edge start collapses the leaves
+    X = np.random.default_rng(0).standard_normal((184, 8))
+    with pytest.warns(UserWarning, match=r"supernode \d+ holds \d+ of 184 nodes .*degenerate"):
+        st = DynamicCoarsener(ratio=0.25, seed=0, certificate=False).fit(g, X)
+    assert np.bincount(st.assignment).max() > 92
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a balanced coarsening stays silent
+        st = DynamicCoarsener(ratio=0.25, seed=0, certificate=False,
+                              fgc_options={"C0": "random"}).fit(g, X)
+    assert np.bincount(st.assignment).max() <= 92

@@ -152,3 +152,25 @@ def test_encoder_decoder_rejected():
     m = T5ForConditionalGeneration(T5Config(vocab_size=40, d_model=8, d_kv=4, d_ff=8, num_layers=1, num_heads=2))
     with pytest.raises(ValueError, match="decoder-only causal LM"):
         ContextTuning(m, demos())
+
+
+def test_score_bad_queries_and_options_are_clear_errors():  # issue 17, item 5
+    m = tiny_llama(40, n_layer=1, n_embd=16, n_head=2, n_positions=64, seed=0).eval()
+    ctx = ContextTuning(m, demos(2), delimiter_ids=torch.tensor([3]),
+                        config=ContextTuningConfig(steps=1), seed=0).fit()
+    ok = [torch.tensor([7]), torch.tensor([8, 9])]
+    assert ctx.score(torch.tensor([5, 6]), ok).shape == (2,)
+    oov = r"must be token ids in \[0, 40\) \(the model's vocabulary.*Got {}\."
+    with pytest.raises(ValueError, match=r"The 'query' argument of TunedContext\.score "
+                                         + oov.format(40)):
+        ctx.score(torch.tensor([5, 40]), ok)
+    with pytest.raises(ValueError, match=r"The 'options\[1\]' argument of TunedContext\.score "
+                                         + oov.format(99)):
+        ctx.score(torch.tensor([5]), [torch.tensor([7]), torch.tensor([99])])
+    with pytest.raises(ValueError, match=r"The 'options' argument of TunedContext\.score must be "
+                                         r"a non-empty list .*Got \[\]\."):
+        ctx.score(torch.tensor([5]), [])
+    with pytest.raises(TypeError, match=r"'options' argument of TunedContext\.score"):
+        ctx.score(torch.tensor([5]), torch.tensor([7]))
+    with pytest.raises(ValueError, match=r"The 'query' argument of TunedContext\.generate"):
+        ctx.generate(torch.tensor([-1]), max_new_tokens=1)

@@ -104,3 +104,55 @@ def test_cli_json_and_text(tmp_path, capsys):
     assert dks_command(str(p), 100, as_json=True) == 1
     assert "must be an int in [1, 33]" in json.loads(capsys.readouterr().out)["error"]
     assert dks_command(str(tmp_path / "missing.txt"), 3) == 1
+
+
+# --------------------------------------------------------------------------- issue 17, item 5
+
+
+@pytest.mark.parametrize("method", ["se-fw", "fw", "adamw", "eigen"])
+def test_negative_seed_is_a_clear_error(method):
+    with pytest.raises(ValueError, match=r"The 'seed' argument of densest_k_subgraph must be an "
+                                         r"int in \[0, inf\]\. Got -1\."):
+        densest_k_subgraph(KARATE, 5, method=method, seed=-1)
+    with pytest.raises(ValueError, match=r"The 'seed' argument of se_frank_wolfe must be"):
+        dks.se_frank_wolfe(KARATE, 5, seed=-1)
+
+
+@pytest.mark.parametrize("method", ["se-fw", "adamw"])
+def test_unavailable_device_is_a_clear_error(method):
+    import torch
+
+    # cuda:99 is missing on every machine; plain "cuda" is missing where CUDA is.
+    devices = ["cuda:99", "tpu"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for dev in devices:
+        with pytest.raises(ValueError, match=r"The 'device' argument of densest_k_subgraph must "
+                                             rf"be .*Got '{dev}'\."):
+            densest_k_subgraph(KARATE, 5, method=method, device=dev)
+    with pytest.raises(ValueError, match=r"The 'device' argument of adamw_dks must be"):
+        dks.adamw_dks(KARATE, 5, device="cuda:99")
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(k=34), "k = n"),
+    (dict(k=5, lam=0.5), "relaxation may not be tight"),
+    (dict(k=5, lam=0.5, method="adamw"), "relaxation may not be tight"),
+    (dict(k=5, lam=0.5, max_iter=1), "relaxation may not be tight"),
+])
+def test_each_warning_once_per_call(kwargs, pattern):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        densest_k_subgraph(KARATE, **kwargs)
+    texts = [str(w.message) for w in rec]
+    hits = [t for t in texts if pattern in t]
+    assert len(hits) == 1 and hits[0].startswith("densest_k_subgraph:"), texts
+    assert len(texts) == len(set(texts))
+
+
+def test_networkx_self_loop_dropped_by_dks():
+    g = nx.karate_club_graph()
+    g.add_edge(3, 3)
+    with pytest.warns(UserWarning, match="dropped 1 self-loop"):
+        res = densest_k_subgraph(g, 5, lam=10.0)
+    assert res.fun > 0

@@ -35,13 +35,13 @@ def test_solver_argument_errors(kw, exc, match):
 
 
 def test_dimension_mismatch_and_nonfinite_start():
-    with pytest.raises(ValueError, match=r"'x0'.*shape \(3,\).*Got \(4,\)"):
+    with pytest.raises(ValueError, match=r"'x0'.*shape \(3,\)\. Got shape \(4,\)"):
         markov_zo_minimize(_orc(), np.ones(4), lr=0.1)
     with pytest.raises(ValueError, match=r"'x0'.*finite"):
         markov_zo_minimize(_orc(), np.array([1.0, np.nan, 0.0]), lr=0.1)
     with pytest.raises(ValueError, match=r"'X'.*shape \(n, 3\).*Got \(1, 2\)"):
         _orc().values(np.ones(2))
-    with pytest.raises(ValueError, match=r"'x0' argument of spsa_minimize.*Got \(2,\)"):
+    with pytest.raises(ValueError, match=r"'x0' argument of spsa_minimize.*Got shape \(2,\)"):
         spsa_minimize(_orc(), np.ones(2), niter=3)
 
 

@@ -103,3 +103,14 @@ def test_bad_input(call, exc, match):
     env = DriftingQuadratic(2, seed=0)
     with pytest.raises(exc, match=match):
         call(env)
+
+
+def test_d_and_curvatures_must_agree():  # issue 17, item 5: d = 2 was set silently
+    with pytest.raises(ValueError, match=r"The 'curvatures' argument of DriftingQuadratic must be "
+                                         r"of length d = 3 .*Got '2 values'\."):
+        DriftingQuadratic(3, curvatures=[1.0, 2.0])
+    assert DriftingQuadratic(2, curvatures=[1.0, 2.0]).d == 2
+    assert DriftingQuadratic(curvatures=[1.0, 2.0]).d == 2
+    assert DriftingQuadratic().d == 20
+    iso = DriftingQuadratic(3, curvatures=0.5)
+    assert iso.d == 3 and iso.curvatures.tolist() == [0.5, 0.5, 0.5]

@@ -225,3 +225,14 @@ def test_error_other_arguments():
         warnings.simplefilter("error")
         with pytest.raises(RuntimeWarning, match="unbounded"):
             disentanglement_band(torch.tensor([1.0, 0.0]), torch.tensor([-1.0, 0.2]))
+
+
+@pytest.mark.parametrize("loss_type", ["dpo", "cpo"])
+def test_preference_loss_empty_batch_is_an_error_not_nan(loss_type):  # issue 17, item 5
+    z = torch.zeros(0, requires_grad=True)
+    ref = torch.zeros(0)
+    with pytest.raises(ValueError, match=r"The 'z_w' argument of preference_loss must be a "
+                                         r"non-empty batch .*Got 'shape \(0,\)'\."):
+        preference_loss(z, z, ref, ref, loss_type=loss_type)
+    with pytest.raises(ValueError, match="non-empty batch"):
+        PreferenceLoss(loss_type)(z, z, ref, ref)

@@ -108,3 +108,15 @@ def test_ot_solver_matches_ground_truth_and_sinkhorn():
     assert np.isfinite(r1.x).all() and np.array_equal(r1.x, r2.x)
     with pytest.raises(ValueError, match="'eps' argument of semidiscrete_eot"):
         semidiscrete_eot(xs, yt, eps=0.0)
+
+
+@pytest.mark.parametrize("estimator", ["safe", "sumexp", "minibatch", "erm"])
+def test_kldro_loss_column_of_losses_gives_a_scalar(estimator):  # issue 17, item 5
+    # (b, 1) is what reduction="none" gives for a one-output model: a vector came back before.
+    crit = KLDROLoss(lam=1.0, rho=1e-2, estimator=estimator)
+    losses = torch.rand(16, generator=torch.Generator().manual_seed(0))
+    col = crit(losses[:, None])
+    assert col.shape == () and torch.equal(col, crit(losses))
+    with pytest.raises(ValueError, match=r"The 'per_sample_losses' argument of KLDROLoss must be "
+                                         r"a 1-D tensor .*Got 'shape \(4, 4\)'\."):
+        crit(losses.reshape(4, 4))

@@ -217,7 +217,9 @@ def test_optimizer_matches_solver_and_tracks_surrogate():
     _, opt = _train(lambda a, b: TALDA.from_constants(a, b, QC), steps=7)
     x = opt.param_groups[0]["params"][0]
     assert torch.allclose(x.detach(), res.x)
-    assert opt.state["talda"]["surrogate"] == pytest.approx(res.history["surrogate"][6])
+    assert opt.diagnostics["surrogate"] == pytest.approx(res.history["surrogate"][6])
+    assert opt.state[x]["surrogate"] == opt.diagnostics["surrogate"]  # kept in self.state[p]
+    assert "talda" not in opt.state  # no string key in the per-parameter state
 
 
 def test_optimizer_state_dict_round_trip_and_errors():
@@ -234,7 +236,7 @@ def test_optimizer_state_dict_round_trip_and_errors():
         TALDA([p], [p])
     with pytest.raises(ValueError, match="'closure' argument of AGDA.step must be a callable"):
         AGDA([p], [torch.zeros(1, requires_grad=True)]).step()
-    assert math.isnan(TALDA([p], [torch.zeros(1, requires_grad=True)]).state["talda"]["rho"])
+    assert math.isnan(TALDA([p], [torch.zeros(1, requires_grad=True)]).diagnostics["rho"])
 
 
 import re  # noqa: E402  (used by the NaN test above)

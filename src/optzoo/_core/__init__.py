@@ -1,5 +1,5 @@
 """Shared mechanics: results, validation, seeding, statistics and I/O. No method logic lives here."""
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import NotConvergedWarning, Result, Status
 
-__all__ = ["Result", "Status"]
+__all__ = ["NotConvergedWarning", "Result", "Status"]

@@ -5,8 +5,9 @@ Every graph solver works on a :class:`Graph`: a symmetric scipy CSR
 adjacency with zero diagonal, no duplicate entries, finite non-negative weights and int32
 indices where they fit, plus ``labels``, the original node names (``labels[i]`` is the name
 of internal node ``i``). :func:`read_graph` builds one from SNAP edge lists (plain or gzip),
-Matrix Market files, CSV files with a header, networkx graphs, scipy.sparse matrices, (m, 2)
-or (m, 3) edge arrays and PyG-style 2 x m torch ``edge_index`` tensors.
+Matrix Market files, CSV files (header optional), dense adjacency matrix text files,
+networkx graphs, scipy.sparse matrices, (m, 2) or (m, 3) edge arrays and PyG-style 2 x m
+torch ``edge_index`` tensors.
 
 Conventions (ours, stated because users will meet them):
 
@@ -16,6 +17,9 @@ Conventions (ours, stated because users will meet them):
   ``symmetrize=True`` (default) an asymmetric one becomes ``max(A, A.T)`` entrywise.
 * Self-loops are dropped with a warning (no method here uses them; for DkS the diagonal is
   the loading ``lambda``'s job).
+* A CSV's first row is a header unless every field in it is a number (then it is an edge).
+* A text file holding an n x n table of numbers, n >= 4 (or n = 3, symmetric, zero
+  diagonal), is a dense adjacency matrix, not an edge list: edge lists have 2 or 3 columns.
 * Node ids that are not ``0..n-1`` are mapped to ``0..n-1`` in sorted order (edge files) or
   in the graph's own node order (networkx); ``labels`` keeps the mapping.
 """
@@ -179,9 +183,12 @@ def _from_matrix(mat, *, symmetrize: bool, owner: str, labels=None, source: str 
         fail("graph", owner, "a square adjacency matrix", f"shape {mat.shape}")
     n = mat.shape[0]
     data = np.asarray(mat.data, dtype=np.float64)
-    _check_weights(data, owner=owner)
     csr = sp.csr_matrix((data, (mat.row, mat.col)), shape=(n, n))
+    # A COO matrix means the SUM of its duplicate entries (scipy's rule), and networkx writes
+    # an undirected self-loop as +w, +w, -w at (i, i): check the weights after summing.
     csr.sum_duplicates()
+    csr.eliminate_zeros()
+    _check_weights(csr.data, owner=owner)
     asym = csr - csr.T
     if asym.count_nonzero():
         if not symmetrize:
@@ -214,10 +221,14 @@ def _map_ids(ids: np.ndarray):
 # --------------------------------------------------------------------------- text files
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, *, owner: str) -> str:
     if path.suffix == ".gz":
-        with gzip.open(path, "rb") as fh:
-            raw = fh.read()
+        try:
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read()
+        except (gzip.BadGzipFile, EOFError, OSError) as e:
+            fail("graph", owner, f"a gzip-compressed file, as its name ends in .gz (gzip: {e})",
+                 str(path))
     else:
         raw = path.read_bytes()
     return raw.decode("utf-8", errors="replace")
@@ -225,11 +236,17 @@ def _read_text(path: Path) -> str:
 
 def _parse_table(text: str, path: Path, *, delimiter: str | None, comments: str,
                  header: bool, owner: str, int_ids: bool):
-    """Vectorised parse of ``u v [w]`` rows; errors name the file and the 1-based line."""
+    """Vectorised parse of ``u v [w]`` rows; errors name the file and the 1-based line.
+
+    Returns ``(ids, weights, None)``, or ``(None, None, matrix)`` when the file is a dense
+    adjacency matrix (see :func:`_dense_table`).
+    """
     lines = text.splitlines()
     keep = [i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith(comments)]
     head = None
-    if header and keep:
+    if header and keep and not _all_numbers(lines[keep[0]].split(delimiter)):
+        # A first row of numbers is an edge, not a header: a CSV written without one would
+        # otherwise lose its first edge without a word.
         head = [h.strip().lower() for h in lines[keep[0]].split(delimiter)]
         keep = keep[1:]
     if not keep:
@@ -239,6 +256,10 @@ def _parse_table(text: str, path: Path, *, delimiter: str | None, comments: str,
         body = body.replace(delimiter, " ")
     tokens = body.split()
     ncol = len(lines[keep[0]].split(delimiter))
+    if head is None and ncol == len(keep) and len(tokens) == ncol * ncol:
+        dense = _dense_table(tokens, ncol)
+        if dense is not None:
+            return None, None, dense
     if ncol not in (2, 3) or len(tokens) != ncol * len(keep):
         for i in keep:
             c = len(lines[i].split(delimiter))
@@ -285,24 +306,62 @@ def _parse_table(text: str, path: Path, *, delimiter: str | None, comments: str,
                 f"{path}, line {keep[r] + 1}: edge weights must be finite and non-negative, "
                 f"got {w[r]!r}"
             )
-    return ids, w
+    return ids, w, None
+
+
+def _all_numbers(fields) -> bool:
+    try:
+        for f in fields:
+            float(f)
+    except ValueError:
+        return False
+    return bool(fields)
+
+
+def _dense_table(tokens, n: int):
+    """The n x n table as a dense adjacency matrix, or None when it reads as an edge list.
+
+    An n x n table of numbers with n >= 4 that is symmetric or has a zero diagonal is a
+    matrix: edge lists have 2 or 3 columns (any other table keeps the column-count error).
+    For n = 3 it must be both: read as ``u v w`` rows, its third row would then be an edge of
+    weight 0, which no edge list writes. A 2 x 2 table stays an edge list.
+    """
+    if n < 3:
+        return None
+    try:
+        mat = np.array(tokens, dtype=np.float64).reshape(n, n)
+    except ValueError:
+        return None
+    symmetric, hollow = np.array_equal(mat, mat.T), not mat.diagonal().any()
+    if (symmetric and hollow) or (n >= 4 and (symmetric or hollow)):
+        return mat
+    return None
 
 
 def _read_path(path: Path, *, symmetrize: bool, owner: str) -> Graph:
     if not path.exists():
         raise FileNotFoundError(f"{owner}: no such graph file: {str(path)!r}")
+    if not path.is_file():
+        fail("graph", owner, "a path to a graph file (not a directory)", str(path))
     name = path.name.lower()
     if name.endswith((".mtx", ".mtx.gz")):
         import scipy.io
 
-        mat = scipy.io.mmread(str(path))
+        try:
+            mat = scipy.io.mmread(str(path))
+        except (ValueError, OSError, EOFError) as e:
+            fail("graph", owner, f"a Matrix Market file, as its name ends in .mtx ({e})",
+                 str(path))
         return _from_matrix(mat, symmetrize=symmetrize, owner=owner, source=str(path))
     is_csv = name.endswith((".csv", ".csv.gz"))
-    text = _read_text(path)
-    ids, w = _parse_table(
+    text = _read_text(path, owner=owner)
+    ids, w, dense = _parse_table(
         text, path, delimiter="," if is_csv else None, comments="#", header=is_csv,
         owner=owner, int_ids=not is_csv,
     )
+    if dense is not None:
+        return _from_matrix(sp.coo_matrix(dense), symmetrize=symmetrize, owner=owner,
+                            source=str(path))
     mapped, labels = _map_ids(ids)
     return _from_edges(mapped[:, 0], mapped[:, 1], w, len(labels), labels, owner=owner,
                        source=str(path))
@@ -374,7 +433,8 @@ def read_graph(source: Any, *, symmetrize: bool = True, owner: str = "read_graph
     Parameters
     ----------
     source : str or os.PathLike (SNAP edge list ``u v [w]`` with ``#`` comments, optionally
-        ``.gz``; Matrix Market ``.mtx``; ``.csv`` with a header, optional ``weight`` column),
+        ``.gz``; Matrix Market ``.mtx``; ``.csv``, header optional, optional ``weight``
+        column; a dense n x n adjacency matrix as text),
         a networkx graph (node labels kept), a scipy.sparse matrix, an (m, 2) / (m, 3) numpy
         edge array, a torch edge tensor ((m, 2) or PyG 2 x m) or sparse tensor, or a Graph.
     symmetrize : make an asymmetric matrix symmetric as ``max(A, A.T)``; with ``False`` an

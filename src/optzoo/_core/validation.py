@@ -17,8 +17,10 @@ from typing import Any
 
 __all__ = [
     "fail",
+    "check_array",
     "check_bool",
     "check_choice",
+    "check_device",
     "check_finite",
     "check_int",
     "check_real",
@@ -116,6 +118,33 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], *, owner: str) -
     return value
 
 
+def check_device(name: str, device: Any, *, owner: str):
+    """A torch device this machine has (``None`` is ``"cpu"``); returns a ``torch.device``.
+
+    ``device="cuda"`` on a machine without CUDA raises ``ValueError`` here, with the project's
+    message, instead of torch's ``AssertionError`` deep inside the first allocation.
+    """
+    import torch
+
+    if device is None:
+        return torch.device("cpu")
+    rule = "a torch device available on this machine ('cpu', 'cuda', 'cuda:0', ...)"
+    if not isinstance(device, (str, int, torch.device)) or isinstance(device, bool):
+        fail(name, owner, rule, device, exc=TypeError)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        fail(name, owner, rule, device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        fail(name, owner, "'cpu' or a CUDA device on a machine with CUDA (torch.cuda.is_available() "
+             "is False here)", device)
+    try:
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError, ValueError) as e:
+        fail(name, owner, f"{rule}; torch says: {str(e).splitlines()[0][:80]}", device)
+    return dev
+
+
 def check_type(name: str, value: Any, types: type | tuple[type, ...], *, owner: str, what: str):
     """``isinstance`` check; ``what`` describes the accepted kinds in words."""
     if not isinstance(value, types):
@@ -138,3 +167,60 @@ def check_finite(name: str, array: Any, *, owner: str) -> Any:
             f"The {name!r} argument of {owner} must contain only finite values. Got NaN or inf."
         )
     return array
+
+
+def check_array(
+    name: str,
+    value: Any,
+    *,
+    owner: str,
+    shape: tuple[int | None, ...] | None = None,
+    ndim: int | None = None,
+    dtype: Any = float,
+    finite: bool = True,
+    nonempty: bool = True,
+    copy: bool = False,
+):
+    """An array-like converted to a numpy array of ``dtype`` (``None`` keeps the dtype).
+
+    ``shape`` may hold ``None`` for a free axis, e.g. ``(None, 2)``; ``ndim`` checks only the
+    number of axes. ``finite`` rejects NaN and inf; ``nonempty`` rejects size 0. A torch tensor
+    is accepted (detached and moved to the CPU). Returns the array (a copy when ``copy``).
+
+    >>> check_array("x0", [1, 2], owner="f", shape=(2,))
+    array([1., 2.])
+    >>> check_array("x0", [1, 2], owner="f", shape=(3,))
+    Traceback (most recent call last):
+    ...
+    ValueError: The 'x0' argument of f must be an array of shape (3,). Got shape (2,).
+    """
+    import numpy as np
+
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # torch tensor
+        value = value.detach().cpu().numpy()
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        fail(name, owner, "an array-like of numbers", value, exc=TypeError)
+    try:
+        arr = np.array(value, dtype=dtype, copy=True) if copy else np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        kind = "numbers" if dtype is None else f"{np.dtype(dtype).name} values"
+        raise TypeError(f"The {name!r} argument of {owner} must be an array-like of {kind}. "
+                        f"Got {type(value).__name__} ({err}).") from None
+    if arr.dtype == object:
+        fail(name, owner, "an array-like of numbers", "an array of dtype object", exc=TypeError)
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape, strict=False))
+        if not ok:
+            want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ValueError(f"The {name!r} argument of {owner} must be an array of shape {want}. "
+                             f"Got shape {arr.shape}.")
+    elif ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"The {name!r} argument of {owner} must be an array with {ndim} "
+                         f"dimension{'s' if ndim != 1 else ''}. Got shape {arr.shape}.")
+    if nonempty and arr.size == 0:
+        raise ValueError(f"The {name!r} argument of {owner} must be a non-empty array. "
+                         f"Got shape {arr.shape}.")
+    if finite and arr.dtype.kind in "fc" and not bool(np.isfinite(arr).all()):
+        raise ValueError(f"The {name!r} argument of {owner} must contain only finite values. "
+                         f"Got NaN or inf.")
+    return arr

@@ -96,6 +96,22 @@ def _as_ids(v, name) -> np.ndarray:
     return arr
 
 
+def _warn_if_degenerate(assignment: np.ndarray, k: int, *, owner: str) -> None:
+    """Warn when one supernode holds more than half of the nodes (k >= 3): FGC can fall
+    into such a start-driven local minimum (a hub graph with the heavy-edge start puts 139
+    of 184 star nodes in one supernode), and every later update inherits it."""
+    p = assignment.size
+    sizes = np.bincount(assignment, minlength=k)
+    big = int(sizes.max(initial=0))
+    if k >= 3 and big > 0.5 * p:
+        warnings.warn(
+            f"{owner}: supernode {int(sizes.argmax())} holds {big} of {p} nodes (k = {k}, "
+            f"{int((sizes == 0).sum())} supernodes empty); the coarsening is degenerate. Try "
+            "fgc_options={'C0': 'random'}, other weights or another ratio.",
+            UserWarning, stacklevel=3,
+        )
+
+
 class DynamicCoarsener:
     """Dynamic graph coarsening (Gupta et al., ICML 2026): FGC at t = 0, then DIGC or ACNR.
 
@@ -192,6 +208,7 @@ class DynamicCoarsener:
         self._Xc = coarse_features(C, X)
         t_upd = time.perf_counter() - t0
         self.state = self._emit(res, 0, 0, {"update": t_upd})
+        _warn_if_degenerate(self.state.assignment, k, owner=f"{_OWNER}.fit")
         return self.state
 
     # ------------------------------------------------------------------ update

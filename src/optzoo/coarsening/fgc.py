@@ -40,6 +40,27 @@ __all__ = [
 ]
 
 
+def _check_adjacency(adj, *, owner: str) -> sp.csr_matrix:
+    """A square, finite, non-negative, symmetric adjacency (an undirected graph), as CSR."""
+    try:
+        A = sp.csr_matrix(adj, dtype=np.float64)
+    except (TypeError, ValueError):
+        fail("adj", owner, "a square scipy.sparse or numpy adjacency matrix", type(adj).__name__,
+             exc=TypeError)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        fail("adj", owner, "a square adjacency matrix", f"shape {A.shape}")
+    if not np.isfinite(A.data).all():
+        fail("adj", owner, "finite (no NaN or inf)", "non-finite entries")
+    if (A.data < 0).any():
+        fail("adj", owner, "non-negative edge weights", float(A.data[A.data < 0][0]))
+    asym = abs(A - A.T)
+    if asym.nnz and asym.max() > 1e-12 * max(abs(A).max(), 1.0):
+        fail("adj", owner, "symmetric (an undirected graph; use max(A, A.T) or "
+             "optzoo._core.graph.read_graph)",
+             f"an asymmetric matrix, max |A - A.T| = {asym.max():.3g}")
+    return A
+
+
 def laplacian(adj) -> sp.csr_matrix:
     """Combinatorial Laplacian ``D - A`` of a symmetric sparse adjacency, as CSR."""
     adj = sp.csr_matrix(adj)
@@ -218,6 +239,7 @@ def fgc(adj, X, k: int, *, alpha: float = 1.0, beta: float = 0.1, gamma: float =
     """
     owner = "fgc"
     t0 = time.perf_counter()
+    adj = _check_adjacency(adj, owner=owner)
     L = laplacian(adj)
     X = np.asarray(X, dtype=np.float64)
     p = L.shape[0]

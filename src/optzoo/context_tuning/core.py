@@ -87,16 +87,16 @@ def _cache_kw(model) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _as_ids(t, name, device):
+def _as_ids(t, name, device, owner=_OWNER):
     import torch
 
     if not isinstance(t, torch.Tensor):
-        fail(name, _OWNER, "a 1-D int64 torch.Tensor of token ids", type(t).__name__, exc=TypeError)
+        fail(name, owner, "a 1-D int64 torch.Tensor of token ids", type(t).__name__, exc=TypeError)
     if t.dim() != 1 or t.dtype != torch.long:
-        fail(name, _OWNER, "a 1-D int64 torch.Tensor of token ids",
+        fail(name, owner, "a 1-D int64 torch.Tensor of token ids",
              f"tensor of shape {tuple(t.shape)} and dtype {t.dtype}")
     if t.numel() == 0:
-        fail(name, _OWNER, "a non-empty tensor of token ids", "an empty tensor")
+        fail(name, owner, "a non-empty tensor of token ids", "an empty tensor")
     return t.to(device)
 
 
@@ -206,10 +206,31 @@ class TunedContext:
 
         return torch.cat([self.delimiter, x, self.delimiter])
 
+    def _ids(self, t, name, owner):
+        """Token ids checked against the model's vocabulary (an out-of-range id would raise a
+        bare IndexError inside the embedding)."""
+        t = _as_ids(t, name, "cpu", owner)
+        vocab = self.model.get_input_embeddings().num_embeddings
+        bad = (t < 0) | (t >= vocab)
+        if bool(bad.any()):
+            fail(name, owner, f"token ids in [0, {vocab}) (the model's vocabulary; "
+                 "tokenizer/model mismatch?)", int(t[bad][0]))
+        return t
+
     def score(self, query, options):
         """Mean NLL of each option after the query (lower is better), as a 1-D tensor."""
-        q = _as_ids(query, "query", "cpu")
-        return self.nll([(self.query_ids(q), _as_ids(o, "options", "cpu")) for o in options])
+        import torch
+
+        owner = "TunedContext.score"
+        q = self._ids(query, "query", owner)
+        if isinstance(options, (str, bytes, torch.Tensor)) or not hasattr(options, "__iter__"):
+            fail("options", owner, "a non-empty list of 1-D token-id tensors",
+                 type(options).__name__, exc=TypeError)
+        options = list(options)
+        if not options:
+            fail("options", owner, "a non-empty list of 1-D token-id tensors", options)
+        opts = [self._ids(o, f"options[{i}]", owner) for i, o in enumerate(options)]
+        return self.nll([(self.query_ids(q), o) for o in opts])
 
     def predict(self, query, options) -> int:
         """Index of the option with the lowest length-normalised NLL."""
@@ -219,7 +240,7 @@ class TunedContext:
         """``model.generate`` after the tuned context; returns only the new tokens."""
         import torch
 
-        q = self.query_ids(_as_ids(query, "query", "cpu"))[None]
+        q = self.query_ids(self._ids(query, "query", "TunedContext.generate"))[None]
         if self.variant == "kv":
             ids = torch.cat([self.context_ids[None], q], 1)
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),

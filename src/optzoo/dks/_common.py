@@ -2,34 +2,52 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
 from typing import Any
 
 import numpy as np
 
 from optzoo._core.graph import Graph, edges_within, read_graph
-from optzoo._core.result import Result, Status
+from optzoo._core.result import NotConvergedWarning, Result, Status
 from optzoo._core.validation import check_int, check_real
 
 __all__ = ["NotConvergedWarning", "prepare", "make_result", "degree_bounds"]
 
 
-class NotConvergedWarning(RuntimeWarning):
-    """A DkS solver stopped on its iteration or time budget; the answer is still returned."""
+# Set by densest_k_subgraph around the solver it dispatches to: the dispatcher's own
+# prepare() has already warned about k = n or a small lam, so the solver's prepare() stays
+# quiet and each warning reaches the user once per call (a ContextVar, so threads and asyncio
+# tasks do not silence each other).
+_ALREADY_WARNED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "optzoo_dks_already_warned", default=False)
+
+
+@contextlib.contextmanager
+def warned_once():
+    """Run a solver whose argument warnings the caller has already emitted."""
+    token = _ALREADY_WARNED.set(True)
+    try:
+        yield
+    finally:
+        _ALREADY_WARNED.reset(token)
 
 
 def prepare(graph: Any, k: Any, *, owner: str, symmetrize: bool = True,
             lam: float | None = None) -> tuple[Graph, int]:
     """Read the graph, check ``k`` (and ``lam`` when given) with the project's messages."""
     g = read_graph(graph, symmetrize=symmetrize, owner=owner)
+    quiet = _ALREADY_WARNED.get()
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and int(k) == g.n:
-        warnings.warn(f"{owner}: k = n = {g.n}; the only k-subgraph is the whole graph.",
-                      UserWarning, stacklevel=3)
+        if not quiet:
+            warnings.warn(f"{owner}: k = n = {g.n}; the only k-subgraph is the whole graph.",
+                          UserWarning, stacklevel=3)
         return g, g.n
     k = check_int("k", k, owner=owner, low=1, high=max(1, g.n - 1))
     if lam is not None:
         lam = check_real("lam", lam, owner=owner, low=0.0)
-        if lam < g.max_weight:
+        if lam < g.max_weight and not quiet:
             warnings.warn(
                 f"{owner}: lam = {lam:g} < max edge weight {g.max_weight:g}; the relaxation "
                 "may not be tight (a fractional point can beat every k-subgraph).",

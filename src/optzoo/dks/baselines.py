@@ -176,6 +176,7 @@ def eigenvector_topk(graph, k, *, seed: int = 0, symmetrize: bool = True) -> Res
     """The k largest entries of the leading eigenvector of A (sign fixed to be non-negative)."""
     t0 = time.perf_counter()
     g, k = prepare(graph, k, owner="eigenvector_topk", symmetrize=symmetrize)
+    seed = check_int("seed", seed, owner="eigenvector_topk", low=0)
     lam_max, v = _leading_eigvec(g.adj, seed)
     v = v if v.sum() >= 0 else -v
     nodes = topk_indices(v, k)
@@ -223,6 +224,7 @@ def random_restart_fw(graph, k, *, time_budget: float, lam: float = 1.0, max_ite
     t0 = time.perf_counter()
     g, k = prepare(graph, k, owner=owner, symmetrize=symmetrize, lam=lam)
     time_budget = check_real("time_budget", time_budget, owner=owner, low=0.0)
+    seed = check_int("seed", seed, owner=owner, low=0)
     L, _ = lipschitz(g.adj, lam, seed=seed)
     ops = NumpyOps(g.adj, lam)
     best, best_e, runs = None, -1.0, 0
@@ -241,6 +243,7 @@ def random_restart_fw(graph, k, *, time_budget: float, lam: float = 1.0, max_ite
 def upper_bounds(graph, k, *, seed: int = 0) -> dict[str, float]:
     """Certified upper bounds on the best |E(S)| with |S| = k (see the module docstring)."""
     g, k = prepare(graph, k, owner="upper_bounds")
+    seed = check_int("seed", seed, owner="upper_bounds", low=0)
     out = degree_bounds(g, k)
     lam_max, _ = _leading_eigvec(g.adj, seed)
     out["spectral"] = lam_max * (1 + 1e-7) * k / 2.0

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from optzoo._core.result import Result, Status
-from optzoo._core.validation import check_choice, check_int, check_real
+from optzoo._core.validation import check_choice, check_device, check_int, check_real
 from optzoo.dks._common import NotConvergedWarning, make_result, prepare
 from optzoo.dks.relaxation import indicator_matvec, lipschitz, pair_endpoints, topk_indices
 
@@ -304,7 +304,9 @@ def _solve(graph, k, *, owner, escape, lam, max_iter, step, gap_tol, x0, seed, d
     g, k = prepare(graph, k, owner=owner, symmetrize=symmetrize, lam=lam)
     max_iter = check_int("max_iter", max_iter, owner=owner, low=0)
     step = check_choice("step", step, ("short", "exact"), owner=owner)
-    seed = check_int("seed", seed, owner=owner)
+    seed = check_int("seed", seed, owner=owner, low=0)
+    if device is not None and str(device) != "numpy":
+        device = check_device("device", device, owner=owner)
     if gap_tol is not None:
         gap_tol = check_real("gap_tol", gap_tol, owner=owner, low=0.0)
     if x0 is not None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from optzoo._core.result import Result
-from optzoo._core.validation import check_choice, check_real
-from optzoo.dks._common import prepare
+from optzoo._core.validation import check_choice, check_device, check_int, check_real
+from optzoo.dks._common import prepare, warned_once
 
 __all__ = ["densest_k_subgraph", "METHODS"]
 
@@ -50,8 +50,17 @@ def densest_k_subgraph(graph: Any, k: int, *, method: str = "se-fw", lam: float 
     (3.0, 1.0, 'converged')
     """
     method = check_choice("method", method, METHODS, owner=OWNER)
+    seed = check_int("seed", seed, owner=OWNER, low=0)
+    if device is not None and str(device) != "numpy":
+        check_device("device", device, owner=OWNER)
     g, k = prepare(graph, k, owner=OWNER, symmetrize=symmetrize,
                    lam=lam if method in ("se-fw", "fw", "adamw") else None)
+    with warned_once():  # the checks above warned once; the solver must not repeat them
+        return _dispatch(g, k, method=method, lam=lam, max_iter=max_iter, step=step,
+                         gap_tol=gap_tol, seed=seed, device=device, time_limit=time_limit)
+
+
+def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, seed, device, time_limit) -> Result:
     if method in ("se-fw", "fw"):
         from optzoo.dks.frank_wolfe import frank_wolfe, se_frank_wolfe
 

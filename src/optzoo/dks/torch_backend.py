@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from optzoo._core.result import Status
-from optzoo._core.validation import check_int, check_real
+from optzoo._core.validation import check_device, check_int, check_real
 from optzoo.dks._common import make_result, prepare
 from optzoo.dks.relaxation import topk_indices
 
@@ -140,8 +140,8 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     lr = check_real("lr", lr, owner=owner, low=0.0, closed="neither")
     steps = check_int("steps", steps, owner=owner, low=1)
     weight_decay = check_real("weight_decay", weight_decay, owner=owner, low=0.0)
-    seed = check_int("seed", seed, owner=owner)
-    dev = torch.device(device or "cpu")
+    seed = check_int("seed", seed, owner=owner, low=0)
+    dev = check_device("device", device, owner=owner)
     A = to_torch_csr(g.adj, dev)
     theta = torch.zeros(g.n, dtype=torch.float64, device=dev, requires_grad=True)
     opt = torch.optim.AdamW([theta], lr=lr, weight_decay=weight_decay)

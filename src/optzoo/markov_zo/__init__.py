@@ -16,6 +16,7 @@ from optzoo.markov_zo.chains import AR1Chain, FiniteChain, StickyChain
 from optzoo.markov_zo.oracle import MarkovOracle
 from optzoo.markov_zo.theory import batch_error, crossover_tau, mlmc_error, predicted_ratio, v_b
 from optzoo.markov_zo.zo import (
+    estimate_smoothness,
     expected_batch_cost,
     markov_zo_minimize,
     mlmc_weights,
@@ -33,6 +34,7 @@ __all__ = [
     "StickyChain",
     "batch_error",
     "crossover_tau",
+    "estimate_smoothness",
     "expected_batch_cost",
     "markov_sgd_minimize",
     "markov_zo_minimize",

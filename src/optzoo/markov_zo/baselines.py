@@ -21,22 +21,16 @@ import time
 
 import numpy as np
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
-from optzoo._core.validation import check_int, check_real, fail
+from optzoo._core.validation import check_array, check_int, check_real, fail
 from optzoo.markov_zo.zo import _default_max_level, _resolve_lr, sgd_loop
 
 __all__ = ["markov_sgd_minimize", "noisyopt_spsa_minimize", "spsa_minimize"]
 
 
 def _check_x0(oracle, x0, owner):
-    x0 = np.asarray(x0, dtype=float)
-    if x0.shape != (oracle.dim,):
-        raise ValueError(f"The 'x0' argument of {owner} must have shape ({oracle.dim},) to match "
-                         f"the oracle's dimension. Got {x0.shape}.")
-    if not np.isfinite(x0).all():
-        raise ValueError(f"The 'x0' argument of {owner} must contain only finite values. Got NaN or inf.")
-    return x0
+    return check_array("x0", x0, owner=owner, shape=(oracle.dim,))
 
 
 def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None,
@@ -79,7 +73,7 @@ def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
     c = check_real("c", c, owner=owner, low=0.0, closed="neither")
     rs = np.random.RandomState(check_int("seed", seed, owner=owner, low=0) % 2**32)
     A = 0.01 * niter
-    start = oracle.calls
+    start, x_start = oracle.calls, float(np.linalg.norm(x))
     hist = {"calls": [], "x": []}
     t0 = time.perf_counter()
     for k in range(niter):
@@ -89,18 +83,20 @@ def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
         rs.randint(0, np.iinfo(np.int32).max)  # noisyopt's paired seed: a Markov stream ignores it
         grad = (oracle(x + ck * delta) - oracle(x - ck * delta)) / (2 * ck * delta)
         x -= ak * grad
-        if not np.isfinite(x).all():
+        why = divergence(x, start=x_start)
+        if why is not None:
+            msg = f"diverged at iteration {k}: {why}"
+            warn_not_converged(owner, msg)
             return Result(x=x, fun=float("nan"), status=Status.DIVERGED, nit=k + 1,
-                          message=f"iterate became non-finite at iteration {k}",
-                          nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
-                          extra={"history": hist})
+                          message=msg, nfev=oracle.calls - start,
+                          wall_time=time.perf_counter() - t0, extra={"history": hist})
         if record_every and (k + 1) % record_every == 0:
             hist["calls"].append(float(oracle.calls - start))
             hist["x"].append(x.copy())
     fun = oracle(x)  # noisyopt evaluates the end point once; charged the same here
     hist["calls"].append(float(oracle.calls - start))
     hist["x"].append(x.copy())
-    return Result(x=x, fun=fun, status=Status.USER_LIMIT, message=f"{niter} iterations",
+    return Result(x=x, fun=fun, status=Status.BUDGET, message=f"budget of {niter} iterations used",
                   nit=niter, nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
                   extra={"history": hist, "implementation": "optzoo (noisyopt-identical)"})
 
@@ -124,6 +120,11 @@ def noisyopt_spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float =
                            gamma=gamma)
     finally:
         np.random.set_state(saved)
-    return Result(x=np.asarray(res.x, dtype=float), fun=float(res.fun), status=Status.USER_LIMIT,
-                  message=str(res.message), nit=niter, nfev=oracle.calls - start,
+    x_end = np.asarray(res.x, dtype=float)
+    why = divergence(x_end, start=x)
+    if why is not None:
+        warn_not_converged(owner, f"diverged: {why}")
+    return Result(x=x_end, fun=float(res.fun), status=Status.BUDGET if why is None else Status.DIVERGED,
+                  message=str(res.message) if why is None else f"diverged: {why}", nit=niter,
+                  nfev=oracle.calls - start,
                   wall_time=time.perf_counter() - t0, extra={"implementation": "noisyopt"})

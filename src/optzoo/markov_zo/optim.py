@@ -8,6 +8,7 @@ stream, so both halves of a pair are evaluated on the *same* sample by construct
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ import torch
 
 from optzoo._core.rng import np_rng, torch_generator
 from optzoo._core.validation import check_int, check_real, fail
-from optzoo.markov_zo.zo import _check_common, mlmc_weights
+from optzoo.markov_zo.zo import _check_common, mlmc_weights, zo_coefficient
 
 __all__ = ["MarkovZOSGD"]
 
@@ -64,37 +65,82 @@ class MarkovZOSGD(torch.optim.Optimizer):
             raise TypeError(f"The 'stream' argument of {_OWNER} must have 'state' and 'advance()' "
                             f"(e.g. a StickyChain). Got {type(stream).__name__}.")
         seed = check_int("seed", seed, owner=_OWNER, low=0)
-        super().__init__(params, dict(lr=lr))
+        # every hyperparameter lives in param_groups (torch's convention, so schedulers and
+        # state_dict see them); all but lr are properties of the one joint direction over all
+        # parameters, so step() requires the groups to agree on them
+        super().__init__(params, dict(lr=lr, smoothing=smoothing, feedback=feedback,
+                                      batching=batching, batch=batch, max_level=max_level))
+        # the user's data source, like a DataLoader: not part of the optimizer's state_dict
         self.stream = stream
-        self.smoothing, self.feedback, self.batching = smoothing, feedback, batching
-        self.batch, self.max_level, self.seed = batch, max_level, seed
+        self.seed = seed
         self._gen = torch_generator(seed, "markov_zo_dirs")
         self._np = np_rng(seed, "markov_zo_levels")
-        self.calls = 0
-        self.samples = 0
+        self._counts = {"step": 0, "calls": 0, "samples": 0}
+
+    # counters are read from the optimizer's own state (saved with it)
+    @property
+    def calls(self) -> int:
+        return self._counts["calls"]
+
+    @property
+    def samples(self) -> int:
+        return self._counts["samples"]
 
     def _params(self):
         return [p for g in self.param_groups for p in g["params"]]
+
+    def _shared(self) -> dict:
+        first = self.param_groups[0]
+        for g in self.param_groups[1:]:
+            for key in _JOINT:
+                if g[key] != first[key]:
+                    fail(key, _OWNER, "the same in every param group (one joint direction over "
+                         "all parameters)", g[key])
+        return {key: first[key] for key in _JOINT}
+
+    def state_dict(self) -> dict:
+        """torch's state_dict plus what is not per parameter: the step and call counters, the
+        seed and both generators (directions, MLMC levels), so a resumed run continues the
+        same trajectory (given the same stream state)."""
+        sd = super().state_dict()
+        sd["markov_zo"] = {**self._counts, "seed": self.seed,
+                           "dir_generator": self._gen.get_state(),
+                           "level_rng": copy.deepcopy(self._np.bit_generator.state)}
+        return sd
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        extra = state_dict.pop("markov_zo", None)
+        if extra is None:
+            raise ValueError(f"The 'state_dict' argument of {_OWNER}.load_state_dict must come "
+                             f"from {_OWNER}.state_dict() (a 'markov_zo' entry). Got keys "
+                             f"{sorted(state_dict)}.")
+        super().load_state_dict(state_dict)
+        self.seed = extra["seed"]
+        self._gen.set_state(extra["dir_generator"])
+        self._np.bit_generator.state = copy.deepcopy(extra["level_rng"])
+        self._counts = {k: int(extra[k]) for k in ("step", "calls", "samples")}
 
     def _value(self, closure, z) -> float:
         v = closure(z)
         v = float(v.detach()) if torch.is_tensor(v) else float(v)
         if not math.isfinite(v):
             fail("closure", _OWNER, "a callable returning finite losses", v)
-        self.calls += 1
+        self._counts["calls"] += 1
         return v
 
     @torch.no_grad()
     def step(self, closure):  # noqa: D102 (documented on the class)
         if not callable(closure):
             fail("closure", _OWNER, "a callable closure(z) -> loss", closure, exc=TypeError)
+        hp = self._shared()
         params = self._params()
         D = sum(p.numel() for p in params)
-        t = self.smoothing
-        if self.batching == "randomized":
-            w = mlmc_weights(int(self._np.geometric(0.5)), self.batch, self.max_level)
+        t = hp["smoothing"]
+        if hp["batching"] == "randomized":
+            w = mlmc_weights(int(self._np.geometric(0.5)), hp["batch"], hp["max_level"])
         else:
-            w = np.full(self.batch, 1.0 / self.batch)
+            w = np.full(hp["batch"], 1.0 / hp["batch"])
         # G is accumulated on the fly: directions are never stored (memory O(D), not O(nD)).
         acc = [torch.zeros_like(p) for p in params]
         losses = []
@@ -106,21 +152,21 @@ class MarkovZOSGD(torch.optim.Optimizer):
             for p, x in zip(params, e, strict=False):
                 p.add_(x, alpha=t)
             fp = self._value(closure, z)
-            if self.feedback == "two_point":
+            if hp["feedback"] == "two_point":
                 for p, x in zip(params, e, strict=False):
                     p.add_(x, alpha=-2 * t)
                 fm = self._value(closure, z)
                 for p, x in zip(params, e, strict=False):
                     p.add_(x, alpha=t)
-                coef = D / (2 * t) * (fp - fm)
                 losses.append(0.5 * (fp + fm))
             else:
                 for p, x in zip(params, e, strict=False):
                     p.add_(x, alpha=-t)
-                coef = D / t * fp
+                fm = None
                 losses.append(fp)
+            coef = zo_coefficient(fp, fm, D, t)  # the estimator's scalar, shared with zo.py
             self.stream.advance()
-            self.samples += 1
+            self._counts["samples"] += 1
             for a, x in zip(acc, e, strict=False):
                 a.add_(x, alpha=float(wi * coef))
         i = 0
@@ -128,7 +174,12 @@ class MarkovZOSGD(torch.optim.Optimizer):
             for p in group["params"]:
                 p.add_(acc[i], alpha=-group["lr"])
                 i += 1
+        self._counts["step"] += 1
+        for p in params:  # per-parameter state, as torch's optimizers keep it
+            self.state[p]["step"] = self._counts["step"]
         st = self.state[params[0]]
-        st["step"] = st.get("step", 0) + 1
         st["calls"], st["samples"] = self.calls, self.samples
         return float(np.mean(losses))
+
+
+_JOINT = ("smoothing", "feedback", "batching", "batch", "max_level")

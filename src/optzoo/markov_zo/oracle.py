@@ -96,16 +96,26 @@ class MarkovOracle:
 
     def pairs(self, X1, X2) -> tuple[np.ndarray, np.ndarray]:
         """Two-point feedback: ``F(X1[i], Z_{T+i})`` and ``F(X2[i], Z_{T+i})``; ``n`` ticks."""
-        X1, X2 = self._points(X1, "X1"), self._points(X2, "X2")
-        if X1.shape != X2.shape:
-            raise ValueError(f"The 'X2' argument of {_OWNER}.pairs must have the shape of X1, "
-                             f"{X1.shape}. Got {X2.shape}.")
-        n = X1.shape[0]
+        return self.same_state(X1, X2, _names=("X1", "X2"))
+
+    def same_state(self, *Xs, _names=None) -> tuple[np.ndarray, ...]:
+        """``F(Xs[j][i], Z_{T+i})`` for every ``j``: row ``i`` of every array on the same state.
+
+        ``n`` ticks and ``len(Xs) * n`` calls. Used by :func:`markov_zo_minimize` to probe the
+        curvature (three and more points on one state) for its default step.
+        """
+        names = _names or tuple(f"X{j + 1}" for j in range(len(Xs)))
+        arrs = [self._points(X, nm) for X, nm in zip(Xs, names, strict=True)]
+        for X, nm in zip(arrs[1:], names[1:], strict=True):
+            if X.shape != arrs[0].shape:
+                raise ValueError(f"The {nm!r} argument of {_OWNER}.{'pairs' if _names else 'same_state'} "
+                                 f"must have the shape of {names[0]}, {arrs[0].shape}. Got {X.shape}.")
+        n = arrs[0].shape[0]
         Z = self.chain.sample(n)
         self.samples += n
-        self.calls += 2 * n
-        both = self._eval(np.concatenate([X1, X2]), np.concatenate([Z, Z]))
-        return both[:n], both[n:]
+        self.calls += len(arrs) * n
+        out = self._eval(np.concatenate(arrs), np.concatenate([Z] * len(arrs)))
+        return tuple(out[j * n:(j + 1) * n] for j in range(len(arrs)))
 
     def pair(self, x1, x2) -> tuple[float, float]:
         a, b = self.pairs(x1, x2)

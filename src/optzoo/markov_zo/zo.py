@@ -22,7 +22,9 @@ estimates :math:`g_{k,i}` on the *consecutive* states :math:`Z_{T_k+i}`,
 
 :math:`E[G_k]=E[g^{\\lfloor\\log_2 M\\rfloor}_k]` and the expected number of samples per
 iteration is :math:`B(j_{\\max}+2^{-j_{\\max}})`. Default step (INFERRED):
-:math:`\\gamma_k=1/(\\mu(k+k_0))`, :math:`k_0=4d`.
+:math:`\\gamma_k=1/(\\mu(k+k_0))`, :math:`k_0=4dL/\\mu` (so :math:`\\gamma_0=1/(4dL)`), with
+:math:`L` the smoothness constant of :math:`F(\\cdot,z)`: given as ``smoothness`` or estimated
+by :func:`estimate_smoothness` (second differences on one noise state per probe).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ import warnings
 
 import numpy as np
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
-from optzoo._core.validation import check_choice, check_int, check_real, fail
+from optzoo._core.validation import check_array, check_choice, check_int, check_real, fail
 
 __all__ = [
+    "estimate_smoothness",
     "expected_batch_cost",
     "markov_zo_minimize",
     "mlmc_weights",
@@ -45,6 +48,7 @@ __all__ = [
     "sphere_directions",
     "strongly_convex_lr",
     "two_point_estimates",
+    "zo_coefficient",
 ]
 
 _OWNER = "markov_zo_minimize"
@@ -56,16 +60,27 @@ def sphere_directions(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return e / np.linalg.norm(e, axis=1, keepdims=True)
 
 
+def zo_coefficient(f_plus, f_minus, d: int, smoothing: float):
+    """The scalar :math:`c` of an estimate :math:`g=c\\,e`: :math:`\\frac{d}{2t}(F_+-F_-)`
+    (two-point) or, with ``f_minus=None``, :math:`\\frac{d}{t}F_+` (one-point). Pure; works
+    on floats and arrays, and is the one formula used by the solver and by ``MarkovZOSGD``."""
+    if f_minus is None:
+        return (d / smoothing) * f_plus
+    return (d / (2.0 * smoothing)) * (f_plus - f_minus)
+
+
 def two_point_estimates(f_plus, f_minus, directions, smoothing: float) -> np.ndarray:
     """:math:`\\frac{d}{2t}(F_+-F_-)e`, one row per sample."""
     d = directions.shape[1]
-    return (d / (2.0 * smoothing)) * (np.asarray(f_plus) - np.asarray(f_minus))[:, None] * directions
+    # [:, None] before the scalar: ``smoothing`` may be a per-row (n, 1) array (the repro bank)
+    return zo_coefficient(np.asarray(f_plus)[:, None], np.asarray(f_minus)[:, None], d,
+                          smoothing) * directions
 
 
 def one_point_estimates(f_plus, directions, smoothing: float) -> np.ndarray:
     """:math:`\\frac{d}{t}F_+e`, one row per sample."""
     d = directions.shape[1]
-    return (d / smoothing) * np.asarray(f_plus)[:, None] * directions
+    return zo_coefficient(np.asarray(f_plus)[:, None], None, d, smoothing) * directions
 
 
 def expected_batch_cost(batch: int, max_level: int) -> float:
@@ -101,6 +116,52 @@ def strongly_convex_lr(mu: float, offset: float):
     mu = check_real("mu", mu, owner="strongly_convex_lr", low=0.0, closed="neither")
     offset = check_real("offset", offset, owner="strongly_convex_lr", low=1.0)
     return lambda k: 1.0 / (mu * (k + offset))
+
+
+def estimate_smoothness(oracle, x, *, probes: int = 16, step: float = 1e-3,
+                        seed: int | np.random.Generator = 0) -> float:
+    """Estimate the smoothness constant :math:`L` of :math:`F(\\cdot,z)` at ``x`` for the step
+    rule, from function values only: ``5 * probes`` calls, one chain tick per probe.
+
+    Each probe draws unit directions :math:`e, f` and evaluates five points on **one** state
+    (``oracle.same_state``): second differences give :math:`q=e^\\top H_ze` and
+    :math:`p=f^\\top H_ze` (exact on quadratics), and
+
+    .. math:: \\hat L = \\frac{d\\,\\overline{p^2}}{\\bar q}\\approx
+        \\frac{E\\|H_ze\\|^2}{E\\,e^\\top H_ze},
+
+    which is :math:`\\lambda` for :math:`H_z=\\lambda I`, :math:`\\|a\\|^2` for a least-squares
+    row :math:`H_z=aa^\\top`, and at least :math:`\\mathrm{tr}(H)/d` in general (enough for the
+    zero-order step :math:`\\gamma_0=1/(4dL)`, whose stability needs
+    :math:`\\gamma<2/\\mathrm{tr}(H)`). Returns NaN when the curvature is not positive
+    (a non-convex or non-smooth probe); the caller then falls back to :math:`L=\\mu`.
+
+    >>> import numpy as np
+    >>> from optzoo.markov_zo import StickyChain, MarkovOracle, estimate_smoothness
+    >>> orc = MarkovOracle(lambda X, Z: 2.0 * (X ** 2).sum(1) + Z, StickyChain([0.0, 1.0], 0.5),
+    ...                    dim=3, vectorized=True)
+    >>> round(estimate_smoothness(orc, np.ones(3)) / 4.0, 1), orc.calls   # H = 4 I
+    (1.0, 80)
+    """
+    owner = "estimate_smoothness"
+    if not hasattr(oracle, "same_state"):
+        fail("oracle", owner, "an oracle with same_state() (a MarkovOracle)", type(oracle).__name__,
+             exc=TypeError)
+    probes = check_int("probes", probes, owner=owner, low=1)
+    h = check_real("step", step, owner=owner, low=0.0, closed="neither")
+    rng = seed if isinstance(seed, np.random.Generator) else np_rng(
+        check_int("seed", seed, owner=owner, low=0), "markov_zo_smoothness")
+    d = oracle.dim
+    x = check_array("x", x, owner=owner, shape=(d,))
+    E, Fd = sphere_directions(probes, d, rng), sphere_directions(probes, d, rng)
+    X = np.broadcast_to(x, (probes, d))
+    f0, fe, fme, ff, fef = oracle.same_state(X, X + h * E, X - h * E, X + h * Fd, X + h * (E + Fd))
+    q = (fe + fme - 2.0 * f0) / h**2
+    p = (fef - fe - ff + f0) / h**2
+    den = float(np.mean(q))
+    if not (math.isfinite(den) and den > 0):
+        return float("nan")
+    return float(d * np.mean(p * p) / den)
 
 
 def _check_common(owner, *, feedback, smoothing, batching, batch, max_level):
@@ -140,9 +201,11 @@ def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max
     runs the same batching and bookkeeping code.
     """
     x = np.array(x0, dtype=float)
+    start = float(np.linalg.norm(x))
     jmax_cap = max_level
     hist = {"calls": [], "x": [], "batch_size": []}
-    status, msg, k = Status.USER_LIMIT, "", 0
+    # a fixed-budget method: spending the budget with bounded iterates is its normal end
+    status, msg, k = Status.BUDGET, "", 0
     t0 = time.perf_counter()
     while True:
         if iterations is not None and k >= iterations:
@@ -165,8 +228,9 @@ def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max
             if x_new.shape != x.shape:
                 fail("project", owner, f"a callable returning an array of shape {x.shape}",
                      x_new.shape)
-        if not np.isfinite(x_new).all():
-            status, msg = Status.DIVERGED, f"iterate became non-finite at iteration {k}"
+        why = divergence(x_new, start=start)
+        if why is not None:
+            status, msg = Status.DIVERGED, f"diverged at iteration {k}: {why}"
             break
         x = x_new
         k += 1
@@ -175,13 +239,14 @@ def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max
             hist["calls"].append(float(cost()))
             hist["x"].append(x.copy())
     if status is Status.DIVERGED:
-        warnings.warn(f"{owner}: {msg}", RuntimeWarning, stacklevel=3)
+        warn_not_converged(owner, msg, stacklevel=4)
     hist["calls"].append(float(cost()))
     hist["x"].append(x.copy())
     return x, status, msg, k, hist, time.perf_counter() - t0
 
 
 def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=None,
+                       smoothness: float | None = None,
                        lr_offset=None, smoothing: float = 1e-4, batching: str = "randomized",
                        batch: int = 1, max_level: int | None = None, project=None,
                        max_calls: int | None = None, iterations: int | None = None,
@@ -194,7 +259,11 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     x0 : start, shape (d,) with d = ``oracle.dim``.
     feedback : ``"two_point"`` (default) or ``"one_point"``.
     lr : float, callable ``k -> step``, or None for :math:`1/(\\mu(k+k_0))` (needs ``mu``).
-    lr_offset : :math:`k_0` of the default schedule (default 4d, INFERRED).
+    smoothness : :math:`L`, the smoothness constant of :math:`F(\\cdot,z)`, used only by the
+        default schedule; ``None`` estimates it at ``x0`` with :func:`estimate_smoothness`
+        (80 calls, charged to the budget; ``extra["smoothness"]``). Never below ``mu``.
+    lr_offset : :math:`k_0` of the default schedule (default :math:`4dL/\\mu`, INFERRED: the
+        first step is :math:`1/(4dL)`; at :math:`L=\\mu` this is the old :math:`4d`).
     smoothing : radius :math:`t>0` (default 1e-4, INFERRED for smooth problems). For
         non-smooth :math:`F(\\cdot,z)` (M-Lipschitz, e.g. :math:`|a_z^\\top x-b_z|+\\frac{\\mu}{2}\\|x\\|^2`)
         the two-point estimator is unbiased for the ball-smoothed :math:`f_t`, with
@@ -209,8 +278,10 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         neither is given).
     record_every : store ``x`` and the call count every this many iterations.
 
-    Returns a :class:`~optzoo._core.result.Result` with ``status`` USER_LIMIT (no stopping
-    test: the method is run on a budget) or DIVERGED, ``nfev`` = function values used and
+    Returns a :class:`~optzoo.Result` with ``status`` ``BUDGET`` (no stopping test: the
+    method is run on a budget, which counts as success) or ``DIVERGED`` (non-finite, or
+    beyond the project's growth bound, with a ``NotConvergedWarning``), ``nfev`` = function
+    values used (smoothness probes included) and
     ``history`` = {calls, x, batch_size}. ``fun`` is the mean of the values observed in the
     last iteration (noisy: f is never observed without noise).
 
@@ -235,15 +306,10 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         raise TypeError(f"The 'oracle' argument of {owner} must expose pairs() for "
                         f"feedback='two_point' (same noise state for both evaluations). "
                         f"Got {type(oracle).__name__}.")
-    x0 = np.asarray(x0, dtype=float)
-    if x0.shape != (oracle.dim,):
-        raise ValueError(f"The 'x0' argument of {owner} must have shape ({oracle.dim},) to match "
-                         f"the oracle's dimension. Got {x0.shape}.")
-    if not np.isfinite(x0).all():
-        raise ValueError(f"The 'x0' argument of {owner} must contain only finite values. Got NaN or inf.")
+    x0 = check_array("x0", x0, owner=owner, shape=(oracle.dim,))
     d = oracle.dim
-    offset = 4.0 * d if lr_offset is None else lr_offset
-    step = _resolve_lr(lr, mu, offset, owner)
+    if smoothness is not None:
+        smoothness = check_real("smoothness", smoothness, owner=owner, low=0.0, closed="neither")
     if max_calls is not None:
         max_calls = check_int("max_calls", max_calls, owner=owner, low=1)
     if iterations is not None:
@@ -253,8 +319,21 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     if record_every is not None:
         record_every = check_int("record_every", record_every, owner=owner, low=1)
     M = _default_max_level(oracle, d) if max_level is None else max_level
-    rng = np_rng(check_int("seed", seed, owner=owner, low=0), "markov_zo")
+    seed = check_int("seed", seed, owner=owner, low=0)
+    rng = np_rng(seed, "markov_zo")
     last = {"f": float("nan")}
+    start_calls = oracle.calls
+    L_used = None
+    if lr is None and lr_offset is None and mu is not None:
+        mu = check_real("mu", mu, owner=owner, low=0.0, closed="neither")
+        if smoothness is None and hasattr(oracle, "same_state"):
+            smoothness = estimate_smoothness(oracle, x0, seed=np_rng(seed, "markov_zo_smoothness"))
+        # L >= mu for every mu-strongly convex L-smooth F; NaN (no positive curvature seen)
+        # and oracles without same_state() fall back to L = mu, the old k0 = 4d
+        L_used = mu if smoothness is None or not smoothness >= mu else smoothness
+        lr_offset = 4.0 * d * L_used / mu
+    offset = 4.0 * d if lr_offset is None else lr_offset
+    step = _resolve_lr(lr, mu, offset, owner)
 
     def estimate(x, n):
         E = sphere_directions(n, d, rng)
@@ -266,7 +345,6 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         last["f"] = float(fp.mean())
         return one_point_estimates(fp, E, smoothing)
 
-    start_calls = oracle.calls
     budget = None if max_calls is None else start_calls + max_calls
     x, status, msg, k, hist, wall = sgd_loop(
         x0, estimate, lambda: oracle.calls, lr=step, batching=batching, batch=batch,
@@ -276,5 +354,6 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     return Result(x=x, fun=last["f"], status=status, message=msg, nit=k,
                   nfev=oracle.calls - start_calls, wall_time=wall,
                   extra={"history": hist, "max_level": M, "feedback": feedback,
-                         "batching": batching, "seed": seed})
+                         "batching": batching, "seed": seed, "smoothness": L_used,
+                         "lr_offset": offset})
 

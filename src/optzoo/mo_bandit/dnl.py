@@ -34,7 +34,7 @@ from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_bool, check_choice, check_int, check_real, fail
 
 from .bandit import BanditStats, construct, coverage, decompose, overlap_at, perturb
-from .metrics import hv_trace, nondominated_mask
+from .metrics import hv_trace, hypervolume, nondominated_mask
 from .spaces import OWNER, BudgetExhausted, Oracle, as_problem
 
 __all__ = ["DLConfig", "VARIANTS", "divide_and_learn", "weight_vectors", "bandit_regret"]
@@ -201,6 +201,19 @@ def _solve_weight(problem, oracle, w, cfg, cap, rng, log):
     return incumbents[:: cfg.archive_every], it, stale >= cfg.patience
 
 
+def _hv_point(name: str, value, m: int) -> np.ndarray:
+    """A reference or ideal point: m finite numbers (never broadcast from another length)."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        fail(name, OWNER, f"an array of {m} numbers (one per objective)", value, exc=TypeError)
+    if arr.shape != (m,):
+        fail(name, OWNER, f"an array of shape ({m},), one value per objective", value)
+    if not np.isfinite(arr).all():
+        fail(name, OWNER, "finite (no NaN or inf)", value)
+    return arr
+
+
 def divide_and_learn(problem, budget: int = 10_000, *, space=None, n_objectives=None, sense=None,
                      variant: str = "ucb", weights=None, ref_point=None, ideal_point=None,
                      n_trace: int = 20, seed: int = 0, **options) -> Result:
@@ -215,13 +228,15 @@ def divide_and_learn(problem, budget: int = 10_000, *, space=None, n_objectives=
     variant : ``"ucb"`` or ``"ts"`` (the two official configs); ``options`` override any
         :class:`DLConfig` field, e.g. ``n_weight_vectors=10``.
     weights : optional (k, m) weight vectors (rows on the simplex); default from the variant.
-    ref_point, ideal_point : HV points in the problem's own sense (default: the problem's).
+    ref_point, ideal_point : HV points in the problem's own sense (default: the problem's),
+        each of shape (m,). ``ref_point`` alone gives ``extra["hypervolume"]``; with
+        ``ideal_point`` too, the HV ratio ``extra["hv"]`` and ``extra["hv_trace"]``.
 
     Returns
     -------
     Result with ``x`` the Pareto set (k, n), ``fun`` its objective vectors (k, m, problem's own
     sense), ``nfev``, and ``extra``: ``X_all``/``F_all`` (every evaluation), ``hv_trace``
-    (evaluations, HV ratio) when HV points are known, ``hv``, ``incumbent_archive``,
+    (evaluations, HV ratio) when HV points are known, ``hv``, ``hypervolume`` (absolute), ``incumbent_archive``,
     ``weights``, ``lambda_trace``, ``overlap_trace``.
 
     Examples
@@ -253,8 +268,12 @@ def divide_and_learn(problem, budget: int = 10_000, *, space=None, n_objectives=
         if W.ndim != 2 or W.shape[1] != m or not np.isfinite(W).all() or (W < 0).any() \
                 or not np.allclose(W.sum(1), 1.0, atol=1e-6):
             fail("weights", OWNER, f"a (k, {m}) array of non-negative rows summing to 1", weights)
-    ref = prob.ref_point if ref_point is None else np.asarray(ref_point, dtype=float)
-    ideal = prob.ideal_point if ideal_point is None else np.asarray(ideal_point, dtype=float)
+    ref = prob.ref_point if ref_point is None else _hv_point("ref_point", ref_point, m)
+    ideal = prob.ideal_point if ideal_point is None else _hv_point("ideal_point", ideal_point, m)
+    if (ref_point is not None or ideal_point is not None) and ref is not None \
+            and ideal is not None and not (ref * prob.sign > ideal * prob.sign).all():
+        fail("ref_point", OWNER, f"worse than ideal_point {ideal.tolist()} in every objective "
+             f"(sense {prob.sense})", ref.tolist())
     oracle = Oracle(prob, budget)
     rng = np_rng(seed, "divide_and_learn")
     log = {"overlap": [], "lambda": []}
@@ -272,13 +291,20 @@ def divide_and_learn(problem, budget: int = 10_000, *, space=None, n_objectives=
     extra = {"X_all": X, "F_all": F * prob.sign, "weights": W, "lambda_trace": log["lambda"],
              "overlap_trace": log["overlap"], "incumbent_archive": np.array(inc_archive),
              "config": cfg}
+    if ref is not None:  # the absolute HV needs only r; the ratio (hv, hv_trace) needs z too
+        extra["hypervolume"] = hypervolume(F, ref * prob.sign)
     if ref is not None and ideal is not None:
         sref, sideal = ref * prob.sign, ideal * prob.sign
         cps = np.unique(np.linspace(1, max(len(F), 1), n_trace).astype(int))
-        extra["hv_trace"] = list(zip(cps.tolist(), hv_trace(F, sref, sideal, cps)))
+        extra["hv_trace"] = list(zip(cps.tolist(), hv_trace(F, sref, sideal, cps), strict=True))
         extra["hv"] = extra["hv_trace"][-1][1] if len(F) else 0.0
     used_all = oracle.nfev >= budget
-    status = Status.USER_LIMIT if used_all or not all(converged) else Status.CONVERGED
+    # a planned evaluation budget that was spent is the normal end of D&L (success); stopping
+    # early is CONVERGED only when every weight vector converged
+    if used_all:
+        status = Status.BUDGET
+    else:
+        status = Status.CONVERGED if all(converged) else Status.USER_LIMIT
     msg = (f"{len(W)} weight vectors, {oracle.nfev}/{budget} evaluations, "
            f"{int(keep.sum())} non-dominated points")
     return Result(x=X[keep], fun=F[keep] * prob.sign, status=status, message=msg, nit=nits,

@@ -99,7 +99,8 @@ class Binary:
         return x.shape == (self.n,) and bool(np.isin(x, (0, 1)).all()) and self.feasible(x)
 
     def __repr__(self) -> str:
-        return f"Binary({self.n}{', capacity=%g' % self.capacity if self.capacity is not None else ''})"
+        cap = "" if self.capacity is None else f", capacity={self.capacity:g}"
+        return f"Binary({self.n}{cap})"
 
 
 class Categorical:
@@ -169,6 +170,8 @@ class MOProblem:
             fail("evaluate", "MOProblem", "a callable x -> objective vector", self.evaluate, exc=TypeError)
         if not self.sense:
             self.sense = ("min",) * self.n_objectives
+        if isinstance(self.sense, str):  # sense="max": the same sense for every objective
+            self.sense = (self.sense,) * self.n_objectives
         self.sense = tuple(self.sense)
         if len(self.sense) != self.n_objectives:
             fail("sense", "MOProblem", f"a tuple of {self.n_objectives} 'min'/'max' strings", self.sense)
@@ -202,7 +205,7 @@ def _pymoo_problem(problem, space, owner):
         if np.all(xl == 0) and np.all(xu == 1):
             space = Binary(problem.n_var)
         else:
-            space = Categorical([list(range(int(lo), int(hi) + 1)) for lo, hi in zip(xl, xu)])
+            space = Categorical([list(range(int(lo), int(hi) + 1)) for lo, hi in zip(xl, xu, strict=True)])
     offset = xl.astype(np.int64) if isinstance(space, Categorical) else 0
 
     def evaluate(x):
@@ -218,6 +221,10 @@ def as_problem(problem, *, space=None, n_objectives=None, sense=None, owner=OWNE
         if space is not None or n_objectives is not None:
             if n_objectives is not None and n_objectives != problem.n_objectives:
                 fail("n_objectives", owner, f"equal to the problem's {problem.n_objectives}", n_objectives)
+        if sense is not None:
+            given = (sense,) * problem.n_objectives if isinstance(sense, str) else tuple(sense)
+            if given != problem.sense:
+                fail("sense", owner, f"None or the MOProblem's own sense {problem.sense}", sense)
         return problem
     try:
         from pymoo.core.problem import Problem as PymooProblem
@@ -237,7 +244,8 @@ def as_problem(problem, *, space=None, n_objectives=None, sense=None, owner=OWNE
         if n_objectives is None:
             fail("n_objectives", owner, "an int >= 2 when 'problem' is a callable", n_objectives,
                  exc=TypeError)
-        return MOProblem(space, problem, n_objectives, sense=tuple(sense or ()),
+        return MOProblem(space, problem, n_objectives,
+                         sense=sense if isinstance(sense, str) else tuple(sense or ()),
                          name=getattr(problem, "__name__", "callable"))
     raise TypeError(f"The 'problem' argument of {owner} must be an MOProblem, a pymoo Problem or "
                     f"a callable x -> objective vector. Got {type(problem).__name__}.")

@@ -28,7 +28,6 @@ Two ways to run it:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from optzoo._core.result import diverged_mask, warn_not_converged
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
 
@@ -50,7 +50,8 @@ _CHUNK = 256
 class DriftingQuadratic:
     """A drifting quadratic tracking problem (see the module docstring for the model).
 
-    Parameters: ``d`` dimension; ``kappa``, ``L``, ``spectrum`` ("geometric", "linear",
+    Parameters: ``d`` dimension (default 20, or ``len(curvatures)``; a single curvature with
+    ``d`` is isotropic); ``kappa``, ``L``, ``spectrum`` ("geometric", "linear",
     "two") set the curvatures in [L/kappa, L] unless ``curvatures`` is given; ``drift`` and
     ``drift_scale`` the drift model; ``noise_var`` the gradient-noise variance per coordinate;
     ``period`` the switch period; ``init_error`` the initial error e_0 per coordinate; ``seed``
@@ -61,7 +62,7 @@ class DriftingQuadratic:
     (0.1, 4)
     """
 
-    def __init__(self, d: int = 20, *, kappa: float = 1.0, L: float = 1.0, spectrum: str = "geometric",
+    def __init__(self, d: int | None = None, *, kappa: float = 1.0, L: float = 1.0, spectrum: str = "geometric",
                  curvatures: Any = None, drift: str = "random_walk", drift_scale: float = 1e-2,
                  noise_var: float = 1.0, period: int = 1000, init_error: float = 1.0, seed: int = 0):
         owner = "DriftingQuadratic"
@@ -72,11 +73,17 @@ class DriftingQuadratic:
         self.period = check_int("period", period, owner=owner, low=1)
         self.init_error = check_real("init_error", init_error, owner=owner)
         self.seed = check_int("seed", seed, owner=owner)
+        if d is not None:
+            d = check_int("d", d, owner=owner, low=1)
         if curvatures is not None:
             mu = theory._curvatures(curvatures, owner)
+            if d is not None and np.ndim(curvatures) == 0:
+                mu = np.full(d, float(mu[0]))  # one curvature, d coordinates: isotropic
+            elif d is not None and mu.size != d:
+                fail("curvatures", owner, f"of length d = {d} (or a single number), or pass "
+                     "d=None", f"{mu.size} values")
         else:
-            d = check_int("d", d, owner=owner, low=1)
-            mu = theory.curvature_spectrum(kappa, d, kind=spectrum, L=L)
+            mu = theory.curvature_spectrum(kappa, 20 if d is None else d, kind=spectrum, L=L)
         self.curvatures = torch.as_tensor(mu, dtype=torch.float64)
         self.d = int(self.curvatures.numel())
 
@@ -135,7 +142,8 @@ class TrackingHistory:
     ``errors``: ``(S, G, n)`` tensor of ||theta_t - theta*_t||^2 at ``times`` (t = 0 is the
     start); ``mse_steady``: ``(S, G)`` mean of ||e_t||^2 over t in [burn_in, steps];
     ``mse_steady_dir``: ``(S, G, d)`` the same per coordinate; ``final_error``: ``(S, G, d)``
-    e at t = steps; ``diverged``: ``(S, G)`` bool, the error became non-finite.
+    e at t = steps; ``diverged``: ``(S, G)`` bool, optzoo's divergence rule fired (the error became
+    non-finite, or its norm exceeded ``DIVERGENCE_GROWTH * (1 + |e_0|)``; with a warning).
     """
 
     errors: torch.Tensor
@@ -256,12 +264,22 @@ def simulate(env: DriftingQuadratic, *, lr: Any, momentum: Any = 0.9, form: Any 
                 errors[..., (t + 1) // rec] = (e * e).sum(-1)
     n_acc = steps - burn + 1
     dir_mse = acc / n_acc
-    diverged = ~torch.isfinite(e).all(-1)
+    diverged = _diverged(errors, e)
     if diverged.any():
-        warnings.warn(f"simulate: {int(diverged.sum())} of {S * G} runs diverged (non-finite error)",
-                      RuntimeWarning, stacklevel=2)
+        warn_not_converged("simulate", f"{int(diverged.sum())} of {S * G} runs diverged "
+                           "(non-finite, or beyond the growth bound of optzoo's divergence rule)",
+                           stacklevel=3)
     return TrackingHistory(errors, torch.arange(n_rec) * rec, dir_mse.sum(-1), dir_mse, e, diverged,
                            lrs.tolist(), bs.tolist(), forms, steps, burn)
+
+
+def _diverged(errors: torch.Tensor, e_final: torch.Tensor) -> torch.Tensor:
+    """optzoo's one divergence rule per run, from the recorded squared errors (S, G, n_rec)
+    and the final error (S, G, d): non-finite anywhere, or |e_t| > growth * (1 + |e_0|)."""
+    norms = errors.clamp(min=0).sqrt()
+    start = norms[..., :1]
+    bad = diverged_mask(norms, start=start).any(-1)
+    return bad | ~torch.isfinite(e_final).all(-1)
 
 
 def _form_of(group: dict, owner: str) -> tuple[float, float, str]:
@@ -345,10 +363,11 @@ def run_tracking(optimizer_factory: Callable[[list[torch.Tensor]], torch.optim.O
             if (t + 1) % rec == 0:
                 errors[:, 0, (t + 1) // rec] = (e * e).sum(-1)
     dir_mse = (acc / (steps - burn + 1)).unsqueeze(1)
-    diverged = ~torch.isfinite(e).all(-1, keepdim=True).view(S, 1)
+    diverged = _diverged(errors, e.detach().view(S, 1, d))
     if diverged.any():
-        warnings.warn(f"run_tracking: {int(diverged.sum())} of {S} seeds diverged (non-finite error)",
-                      RuntimeWarning, stacklevel=2)
+        warn_not_converged("run_tracking", f"{int(diverged.sum())} of {S} seeds diverged "
+                           "(non-finite, or beyond the growth bound of optzoo's divergence rule)",
+                           stacklevel=3)
     if form is None:
         try:
             lr, b, form = _form_of(opt.param_groups[0], owner)

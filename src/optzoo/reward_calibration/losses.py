@@ -177,6 +177,9 @@ def preference_loss(z_w, z_l, z_w_ref=None, z_l_ref=None, *, loss_type: str = "d
     """
     owner = "preference_loss"
     _check_inputs(owner, z_w, z_l, z_w_ref, z_l_ref, loss_type, len_w, len_l)
+    if z_w.numel() == 0:  # the mean of no pairs is NaN, and NaN would train the model
+        fail("z_w", owner, "a non-empty batch (at least one preference pair)",
+             f"shape {tuple(z_w.shape)}")
     _hyper(owner, beta, tau, gamma, lam)
     kw = dict(loss_type=loss_type, beta=beta, tau=tau, gamma=gamma, lam=lam, len_w=len_w,
               len_l=len_l)

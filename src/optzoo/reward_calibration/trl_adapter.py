@@ -18,6 +18,7 @@ same per-pair formula TRL uses.
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field
 
@@ -29,7 +30,16 @@ from optzoo._core.validation import check_real, fail
 from optzoo.reward_calibration.calibration import RewardCalibrator
 
 __all__ = ["RCDPOConfig", "RCDPOTrainer", "TRL_RC_LOSS_TYPES", "trl_pair_loss",
-           "make_trl_trainer"]
+           "make_trl_trainer", "TRL_HOOKS", "check_trl_hooks"]
+
+# The private DPOTrainer methods this adapter overrides or calls, with the parameters they
+# have in the TRL range pinned in pyproject.toml (trl>=1.16,<1.17). TRL may rename or
+# reshape private methods in any release; check_trl_hooks turns that into one clear error
+# instead of a silent fallback to the uncalibrated loss or a TypeError mid-training.
+TRL_HOOKS = {
+    "_compute_loss": ("self", "model", "inputs", "return_outputs"),
+    "compute_ref_log_probs": ("self", "model", "inputs"),
+}
 
 TRL_RC_LOSS_TYPES = ("sigmoid", "ipo", "hinge", "bco_pair", "sigmoid_norm")
 _PHI_CHOICES = ("head", "last_block", "all")
@@ -158,6 +168,27 @@ class _CalibratedPolicy:
         return out
 
 
+def check_trl_hooks(trainer_cls=DPOTrainer) -> None:
+    """Raise ``RuntimeError`` naming the hook when ``trainer_cls`` lacks one of ``TRL_HOOKS``
+    or has it with other parameters (the installed TRL is outside the tested range)."""
+    import trl
+
+    for name, params in TRL_HOOKS.items():
+        hook = inspect.getattr_static(trainer_cls, name, None)
+        want = f"DPOTrainer.{name}({', '.join(params)})"
+        if not callable(hook):
+            raise RuntimeError(
+                f"RCDPOTrainer needs the private TRL hook {want}, which trl {trl.__version__} "
+                "does not have; reward calibration is tested on trl>=1.16,<1.17 "
+                "(pip install 'trl>=1.16,<1.17').")
+        got = tuple(inspect.signature(hook).parameters)
+        if got != params:
+            raise RuntimeError(
+                f"RCDPOTrainer needs the private TRL hook {want}; trl {trl.__version__} has "
+                f"DPOTrainer.{name}({', '.join(got)}). Reward calibration is tested on "
+                "trl>=1.16,<1.17 (pip install 'trl>=1.16,<1.17').")
+
+
 class RCDPOTrainer(DPOTrainer):
     """``DPOTrainer`` with reward calibration (switch by changing the class name).
 
@@ -170,6 +201,7 @@ class RCDPOTrainer(DPOTrainer):
     """
 
     def __init__(self, *args, **kwargs):
+        check_trl_hooks(DPOTrainer)
         super().__init__(*args, **kwargs)
         a = self.args
         self.rc_enable = getattr(a, "rc_enable", True)

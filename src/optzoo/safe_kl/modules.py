@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from optzoo._core.validation import check_choice, check_real
+from optzoo._core.validation import check_choice, check_real, fail
 from optzoo.safe_kl.logsumexp import (
     _check_rho,
     exact_logsumexp,
@@ -80,6 +80,16 @@ class SafeLogSumExp(nn.Module):
         return f"rho={self.rho:g}, tau={self.tau:g}, groups={tuple(self.alpha.shape)}"
 
 
+def _per_sample(losses):
+    """(b,) or (b, 1) per-sample losses as (b,); anything else is an error, not a vector."""
+    if isinstance(losses, torch.Tensor) and losses.dim() == 2 and losses.shape[1] == 1:
+        return losses.squeeze(1)
+    if isinstance(losses, torch.Tensor) and losses.dim() != 1:
+        fail("per_sample_losses", "KLDROLoss", "a 1-D tensor of per-sample losses, shape (b,) "
+             "or (b, 1)", f"shape {tuple(losses.shape)}")
+    return losses
+
+
 class KLDROLoss(nn.Module):
     """KL-regularised DRO loss for minibatch training of any model.
 
@@ -116,6 +126,9 @@ class KLDROLoss(nn.Module):
                                   requires_grad=estimator in ("safe", "sumexp"))
 
     def forward(self, per_sample_losses: torch.Tensor) -> torch.Tensor:
+        """``per_sample_losses``: shape (b,), or (b, 1) as ``reduction="none"`` gives for a
+        one-output model; the result is always a scalar."""
+        per_sample_losses = _per_sample(per_sample_losses)
         if self.estimator == "safe":
             return safe_kl_logsumexp(per_sample_losses, self.alpha, rho=self.rho, tau=self.lam)
         if self.estimator == "sumexp":

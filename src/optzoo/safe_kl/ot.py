@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, diverged_mask, warn_not_converged
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_int, check_real, fail
 from optzoo.safe_kl.logsumexp import _check_rho, _solve_alpha_unit
@@ -130,8 +130,11 @@ def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, ep
                                               record_every)
     v_bar = v_bar[0]
     trace = [(it, vb[0]) for it, vb in trace]
-    msg = ("non-finite potential" if status == Status.DIVERGED
+    msg = (f"the potential diverged at iteration {k} (non-finite or beyond the growth bound)"
+           if status == Status.DIVERGED
            else f"budget of {n_iter} iterations x {batch_size} samples used")
+    if status == Status.DIVERGED:
+        warn_not_converged(owner, msg)
     return Result(x=v_bar.numpy(), fun=float(fun[0]), status=status, message=msg, nit=k,
                   nfev=k * batch_size, wall_time=time.perf_counter() - t0,
                   extra={"trace": trace, "rho": rho, "eps": eps, "lr": lr})
@@ -146,7 +149,7 @@ def _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size, record_every):
     R = lrs.shape[0]
     v = torch.zeros(R, m, dtype=torch.float64)
     v_bar = torch.zeros(R, m, dtype=torch.float64)
-    trace, status = [], Status.USER_LIMIT
+    trace, status = [], Status.BUDGET
     for k in range(1, n_iter + 1):
         c = _cost(sample(batch_size), y)
         z = (v[:, None, :] - c[None]) / eps
@@ -157,7 +160,7 @@ def _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size, record_every):
         v_bar = v_bar + (v - v_bar) / k
         if record_every and (k % record_every == 0 or k == n_iter):
             trace.append((k, v_bar.clone().numpy()))
-        if not bool(torch.isfinite(v).all()):
+        if bool(diverged_mask(v.norm(dim=-1)).any()):  # the one divergence rule, start v = 0
             status = Status.DIVERGED
             break
     sp = torch.nn.functional.softplus(z - a[..., None] + lnrho)

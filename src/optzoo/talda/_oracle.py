@@ -6,13 +6,10 @@ import warnings
 
 import numpy as np
 
+from optzoo._core.result import NotConvergedWarning
 from optzoo._core.validation import check_int, check_real, fail
 
 __all__ = ["NotConvergedWarning", "Oracle", "as_start", "check_common"]
-
-
-class NotConvergedWarning(UserWarning):
-    """A minimax solver stopped at its iteration budget before reaching ``tol``."""
 
 
 def as_start(name: str, value, owner: str):

@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 import time
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence
+from optzoo._core.result import warn_not_converged as warn_diverged
 from optzoo._core.validation import check_choice, check_real, fail
 from optzoo.talda._oracle import Oracle, as_start, check_common, warn_not_converged
 from optzoo.talda.constants import TwoSidedPL, agda_theory_rate
+from optzoo.talda.talda import _joint_norm
 
 __all__ = ["MINIMAX_METHODS", "minimax_solve", "theory_steps"]
 
@@ -89,6 +91,7 @@ def minimax_solve(f, x0, y0, *, method="agda", lr_x=None, lr_y=None,
     def nan_stop(at):
         return Status.DIVERGED, f"f or its gradient is NaN/inf at iteration {at}"
 
+    start = _joint_norm(x, y)
     out = oracle.grad(x, y)
     if out is None:
         status, msg = nan_stop(0)
@@ -121,9 +124,15 @@ def minimax_solve(f, x0, y0, *, method="agda", lr_x=None, lr_y=None,
                 break
             x, y = x - lr_x * mid[1], y + lr_y * mid[2]
         nit += 1
+        why = divergence(_joint_norm(x, y), start=start, name="(x, y)")
+        if why is not None:
+            status, msg = Status.DIVERGED, f"diverged at iteration {nit}: {why}"
+            break
         out = oracle.grad(x, y)
         if out is None:
             status, msg = nan_stop(nit)
+    if status is Status.DIVERGED:
+        warn_diverged(_OWNER, msg)
     return Result(
         x=x, fun=float(val), status=status, message=msg, nit=nit, nfev=oracle.calls,
         wall_time=time.perf_counter() - t0,

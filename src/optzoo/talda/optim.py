@@ -10,7 +10,7 @@ TALDA here is TALDA-R, our reconstruction (not the paper's algorithm; see
 :mod:`optzoo.talda.talda`). Practical mode: ``lr_min`` stands for 1/M, ``lr_max`` for 1/L_y
 and ``coupling`` for K (INFERRED defaults 1e-2, 1e-1, 0.5, no certificate).
 :meth:`TALDA.from_constants` takes valid two-sided PL constants and then also tracks the
-surrogate S_k (``opt.state["talda"]``).
+surrogate S_k (``opt.diagnostics``, kept in ``opt.state`` and ``state_dict``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import torch
 
 from optzoo._core.validation import check_real
 from optzoo.talda.constants import TwoSidedPL, lyapunov_terms
+from optzoo.talda.talda import talda_update
 
 __all__ = ["TALDA", "GDA", "AGDA", "ExtraGradient", "OptimisticGDA"]
 
@@ -100,7 +101,15 @@ class GDA(_MinMax):
 
 class TALDA(_MinMax):
     """TALDA-R (reconstructed): x -= eta g_x with eta = lr_min [1 - coupling |g_y|/|g_x|]_+,
-    y += lr_max g_y. One gradient per step; the closure is optional.
+    y += lr_max g_y. One gradient per step; the closure is optional. ``step`` calls the pure
+    :func:`~optzoo.talda.talda_update` on the concatenated gradients (M = 1/lr_min,
+    K = coupling, L_y = 1/lr_max).
+
+    Hyperparameters (``lr_min``, ``lr_max``, ``coupling`` and, from :meth:`from_constants`,
+    the theory ``constants``) live in ``param_groups``; the step counter and the step's
+    diagnostics (``x_step`` = eta, ``rho`` = |g_y|/|g_x|, and with constants the surrogate
+    ``S_k``, ``W`` and the certified decrement ``C``) in ``self.state[p]`` of the first min
+    parameter, readable as :attr:`diagnostics`; all of it round-trips through ``state_dict``.
 
     >>> import torch
     >>> x = torch.nn.Parameter(torch.ones(2)); y = torch.nn.Parameter(torch.ones(2))
@@ -109,16 +118,14 @@ class TALDA(_MinMax):
     ...     opt.zero_grad(); loss = (x**2).sum() + 0.1 * (x * y).sum() - (y**2).sum()
     ...     loss.backward(); return loss
     >>> for _ in range(200): _ = opt.step(closure)
-    >>> float(x.abs().max() + y.abs().max()) < 1e-6
-    True
+    >>> float(x.abs().max() + y.abs().max()) < 1e-6, opt.diagnostics["step"]
+    (True, 200)
     """
 
     def __init__(self, min_params, max_params, lr_min=1e-2, lr_max=1e-1, coupling=0.5):
         super().__init__(min_params, max_params, dict(
             lr_min=_lr("lr_min", lr_min, "TALDA"), lr_max=_lr("lr_max", lr_max, "TALDA"),
-            coupling=check_real("coupling", coupling, owner="TALDA", low=0.0)))
-        self.state["talda"] = {"steps": 0, "x_step": math.nan, "rho": math.nan, "surrogate": None,
-                               "W": None, "constants": None}
+            coupling=check_real("coupling", coupling, owner="TALDA", low=0.0), constants=None))
 
     @classmethod
     def from_constants(cls, min_params, max_params, constants: TwoSidedPL, *, lam="auto") -> TALDA:
@@ -128,28 +135,54 @@ class TALDA(_MinMax):
                             f"Got {type(constants).__name__}.")
         t = lyapunov_terms(constants, lam=lam)
         opt = cls(min_params, max_params, lr_min=1 / t.M, lr_max=1 / t.L_y, coupling=t.K)
-        opt.state["talda"]["constants"] = {"lam": t.lam, "M": t.M, "w_y": t.w_y, "mu_x": t.mu_x,
-                                           "L_y": t.L_y, "rate": t.rate, "C": None}
+        c = {"lam": t.lam, "M": t.M, "w_y": t.w_y, "mu_x": t.mu_x, "L_y": t.L_y, "rate": t.rate}
+        for g in opt.param_groups:
+            g["constants"] = dict(c)
         return opt
+
+    @property
+    def diagnostics(self) -> dict:
+        """The last step's diagnostics (a copy): step, x_step, rho, surrogate, W, C."""
+        gmin, _ = self._groups()
+        st = self.state[gmin["params"][0]]
+        base = {"step": 0, "x_step": math.nan, "rho": math.nan, "surrogate": None, "W": None,
+                "C": None}
+        return {**base, **st}
+
+    @staticmethod
+    def _flat(group):
+        # float64: talda_update's guard |g_x| >= 1e-300 underflows to 0 in float32
+        return torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).reshape(-1).double()
+                          for p in group["params"]])
 
     @torch.no_grad()
     def step(self, closure=None):
         loss = self._call(closure)
         gmin, gmax = self._groups()
-        nx2, ny2 = self._sq_norm(gmin), self._sq_norm(gmax)
-        nx, ny = math.sqrt(nx2), math.sqrt(ny2)
-        eta = gmin["lr_min"] * max(0.0, nx - gmin["coupling"] * ny) / max(nx, 1e-300)
-        st = self.state["talda"]
-        c = st["constants"]
+        ref = gmin["params"][0]
+        gx, gy = self._flat(gmin), self._flat(gmax)
+        c = gmin["constants"]
+        dx, dy, eta, C = talda_update(gx, gy, M=1.0 / gmin["lr_min"], K=gmin["coupling"],
+                                      L_y=1.0 / gmax["lr_max"], lam=0.0 if c is None else c["lam"])
+        st = self.state[ref]
+        nx2, ny2 = float((gx * gx).sum()), float((gy * gy).sum())
         if c is not None:
             # the surrogate at the current point uses the decrement certified at the last step
             W = nx2 / c["mu_x"] + c["w_y"] * ny2
+            st["surrogate"] = W if st.get("C") is None else min(W, st["surrogate"] + st["C"])
             st["W"] = W
-            st["surrogate"] = W if c["C"] is None else min(W, st["surrogate"] + c["C"])
-            c["C"] = -(c["M"] / 2) * eta**2 * nx2 - c["lam"] * ny2 / (2 * c["L_y"])
-        self._add(gmin, -eta)
-        self._add(gmax, gmax["lr_max"])
-        st.update(steps=st["steps"] + 1, x_step=eta, rho=ny / nx if nx > 0 else math.inf)
+            st["C"] = float(C)
+        for group, delta in ((gmin, dx), (gmax, dy)):
+            i = 0
+            for p in group["params"]:
+                n = p.numel()
+                if p.grad is not None:
+                    p.add_(delta[i:i + n].view_as(p).to(p.dtype))
+                i += n
+        nx, ny = math.sqrt(nx2), math.sqrt(ny2)
+        st["step"] = st.get("step", 0) + 1
+        st["x_step"] = float(eta)
+        st["rho"] = ny / nx if nx > 0 else math.inf
         return loss
 
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 import time
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence
+from optzoo._core.result import warn_not_converged as warn_diverged
 from optzoo._core.validation import check_real, fail
 from optzoo.talda._oracle import Oracle, as_start, check_common, warn_not_converged
 from optzoo.talda.constants import TwoSidedPL, lyapunov_terms
@@ -59,6 +60,11 @@ def talda_update(g_x, g_y, *, M, K, L_y, lam):
     dy = g_y / L_y
     C = -(M / 2) * eta**2 * nx2 - lam * ny2 / (2 * L_y)
     return dx, dy, eta, C
+
+
+def _joint_norm(x, y) -> float:
+    """|(x, y)|: the quantity the project's divergence rule watches."""
+    return math.hypot(float(x.detach().double().norm()), float(y.detach().double().norm()))
 
 
 def _practical(lr_min, lr_max, coupling):
@@ -147,6 +153,7 @@ def talda_solve(f, x0, y0, *, constants: TwoSidedPL | None = None, lam="auto",
         hist["surrogate"].append(S)
         return S
 
+    start = _joint_norm(x, y)
     out = oracle.grad(x, y)
     status, msg, nit, S, val = None, "", 0, None, float("nan")
     if out is None:
@@ -171,12 +178,18 @@ def talda_solve(f, x0, y0, *, constants: TwoSidedPL | None = None, lam="auto",
         x = x + x_scale * dx.reshape(x.shape)
         y = y + y_scale * dy.reshape(y.shape)
         nit += 1
+        why = divergence(_joint_norm(x, y), start=start, name="(x, y)")
+        if why is not None:
+            status, msg = Status.DIVERGED, f"diverged at iteration {nit}: {why}"
+            break
         out = oracle.grad(x, y)
         if out is None:
             status, msg = Status.DIVERGED, f"f or its gradient is NaN/inf at iteration {nit}"
             break
         val, gx, gy = out
         S = record(gx, gy, S, float(C))
+    if status is Status.DIVERGED:
+        warn_diverged(_OWNER, msg)
     return Result(
         x=x, fun=float(val), status=status, message=msg, nit=nit, nfev=oracle.calls,
         wall_time=time.perf_counter() - t0,
