@@ -1,29 +1,34 @@
 """Benchmark: DP-C4 (and our DP-SGD) against Opacus DP-SGD, same MLP and Poisson batch.
 
-Times (a) the optimizer step alone (clip + noise + update, per-sample gradients given) and
-(b) the full training step (per-sample gradients + step): optzoo's torch.func path against
-Opacus' GradSampleModule hooks. Also reports per-sample gradient throughput. Run as
-``python -m benchmarks dpc4 [--batch 256 --hidden 256 --reps 30]``.
+Times (a) the optimizer step alone (clip + noise + wrapped SGD step, per-sample gradients
+given) and (b) the full training step (per-sample gradients + step): optzoo's torch.func path
+against Opacus' GradSampleModule hooks. All timed functions run *interleaved*: each round runs
+every function once, in an order rotated from round to round, so machine load hits them alike;
+the ratio of a method to Opacus is the median over rounds of the paired per-round ratio.
+Run as ``python -m benchmarks dpc4 [--batch 256 --hidden 256 --rounds 40]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import warnings
 from pathlib import Path
 
 
-def _time(fn, reps: int) -> float:
-    fn()
-    fn()
-    best = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        best.append(time.perf_counter() - t0)
-    best.sort()
-    return best[len(best) // 2]  # median: robust to the shared machine's contention
+def _interleaved(fns: dict, rounds: int) -> dict[str, list[float]]:
+    names = list(fns)
+    for name in names:  # warm-up: allocators, caches, lazy DP state
+        fns[name]()
+        fns[name]()
+    out: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            fns[name]()
+            out[name].append(time.perf_counter() - t0)
+    return out
 
 
 def main(argv=None) -> int:
@@ -38,7 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--records", type=int, default=8192)
-    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -57,34 +62,48 @@ def main(argv=None) -> int:
         return m
 
     loss = torch.nn.functional.cross_entropy
-    kw = dict(lr=0.1, sample_rate=B / n, expected_batch_size=B, noise_multiplier=1.0, generator=0)
-    m_c4, m_sgd, m_ef = mlp(), mlp(), mlp()
-    c4 = DPC4(m_c4.parameters(), num_records=n, **kw)
-    ef = DPC4(m_ef.parameters(), memory="ef", feedback_noise_multiplier=1.0, **kw)
-    ours = DPSGD(m_sgd.parameters(), **kw)
+    kw = dict(sample_rate=B / n, expected_batch_size=B, noise_multiplier=1.0, generator=0)
+    m_c4, m_sgd, m_ef, m_adam = mlp(), mlp(), mlp(), mlp()
+    c4 = DPC4(m_c4.parameters(), lr=0.1, num_records=n, **kw)
+    ef = DPC4(m_ef.parameters(), lr=0.1, memory="ef", feedback_noise_multiplier=1.0, **kw)
+    ours = DPSGD(m_sgd.parameters(), lr=0.1, **kw)
+    ours_adam = DPSGD(torch.optim.Adam(m_adam.parameters(), lr=1e-3), **kw)
     gsm = GradSampleModule(mlp())
     op = DPOptimizer(torch.optim.SGD(gsm.parameters(), lr=0.1), noise_multiplier=1.0, max_grad_norm=1.0,
                      expected_batch_size=B)
-    params = {m: list(m.parameters()) for m in (m_c4, m_sgd, m_ef)}
+    # the step-only timings get modules of their own: the hooks path below (psg_/full_) keeps
+    # running backward on `gsm`, which must not touch the tensors the step-only timing reuses
+    gsm_step = GradSampleModule(mlp())
+    op_step = DPOptimizer(torch.optim.SGD(gsm_step.parameters(), lr=0.1), noise_multiplier=1.0,
+                          max_grad_norm=1.0, expected_batch_size=B)
+    gsm_psg = GradSampleModule(mlp())
+    op_psg = DPOptimizer(torch.optim.SGD(gsm_psg.parameters(), lr=0.1), noise_multiplier=1.0,
+                         max_grad_norm=1.0, expected_batch_size=B)
+    gsm_adam = GradSampleModule(mlp())
+    op_adam = DPOptimizer(torch.optim.Adam(gsm_adam.parameters(), lr=1e-3), noise_multiplier=1.0,
+                          max_grad_norm=1.0, expected_batch_size=B)
+    params = {m: list(m.parameters()) for m in (m_c4, m_sgd, m_ef, m_adam)}
     per_sample_grads(m_c4, loss, X, y)
     cached = [p.grad_sample.clone() for p in params[m_c4]]
 
     def fill(m):
-        for p, c in zip(params[m], cached):
+        for p, c in zip(params[m], cached, strict=True):
             p.grad_sample = c
 
-    def opacus_fill():
-        op.zero_grad()
-        loss(gsm(X), y).backward()
+    def opacus_fill(module=gsm, opt=op):
+        opt.zero_grad()
+        loss(module(X), y).backward()
 
-    opacus_fill()
-    gs_opacus = [(p, p.grad_sample.clone(), p.grad.clone()) for p in gsm.parameters()]
+    def opacus_step_only(module, opt):
+        opacus_fill(module, opt)
+        saved = [(p, p.grad_sample.clone(), p.grad.clone()) for p in module.parameters()]
 
-    def opacus_step_only():
-        for p, s, gr in gs_opacus:
-            p.grad_sample, p.grad = s.detach(), gr.detach()  # fresh objects: Opacus flags used ones
-            p.summed_grad = None
-        op.step()
+        def f():
+            for p, s, gr in saved:
+                p.grad_sample, p.grad = s.detach(), gr.detach()  # fresh objects: Opacus flags used ones
+                p.summed_grad = None
+            opt.step()
+        return f
 
     def full_opacus():
         opacus_fill()
@@ -96,36 +115,47 @@ def main(argv=None) -> int:
             opt.step(indices=idx)
         return f
 
-    t = {
-        "step_opacus_dpsgd": _time(opacus_step_only, args.reps),
-        "step_dpc4_anchor": _time(lambda: (fill(m_c4), c4.step(indices=idx)), args.reps),
-        "step_dpc4_ef": _time(lambda: (fill(m_ef), ef.step()), args.reps),
-        "step_optzoo_dpsgd": _time(lambda: (fill(m_sgd), ours.step()), args.reps),
-        "psg_torch_func": _time(lambda: per_sample_grads(m_c4, loss, X, y), args.reps),
-        "psg_opacus_hooks": _time(opacus_fill, args.reps),
-        "full_opacus_dpsgd": _time(full_opacus, args.reps),
-        "full_dpc4_anchor": _time(full(c4, m_c4), args.reps),
-        "full_dpc4_ef": _time(full(ef, m_ef), args.reps),
+    fns = {
+        "step_opacus_dpsgd": opacus_step_only(gsm_step, op_step),
+        "step_optzoo_dpsgd": lambda: (fill(m_sgd), ours.step()),
+        "step_dpc4_ef": lambda: (fill(m_ef), ef.step()),
+        "step_dpc4_anchor": lambda: (fill(m_c4), c4.step(indices=idx)),
+        "step_opacus_dpsgd_adam": opacus_step_only(gsm_adam, op_adam),
+        "step_optzoo_dpsgd_adam": lambda: (fill(m_adam), ours_adam.step()),
+        "psg_torch_func": lambda: per_sample_grads(m_c4, loss, X, y),
+        "psg_opacus_hooks": lambda: opacus_fill(gsm_psg, op_psg),
+        "full_opacus_dpsgd": full_opacus,
+        "full_dpc4_ef": full(ef, m_ef),
+        "full_dpc4_anchor": full(c4, m_c4),
     }
+    times = _interleaved(fns, args.rounds)
+    t = {k: statistics.median(v) for k, v in times.items()}
+
+    def paired(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+
     ratios = {
-        "step_dpc4_anchor/opacus": t["step_dpc4_anchor"] / t["step_opacus_dpsgd"],
-        "step_dpc4_ef/opacus": t["step_dpc4_ef"] / t["step_opacus_dpsgd"],
-        "step_optzoo_dpsgd/opacus": t["step_optzoo_dpsgd"] / t["step_opacus_dpsgd"],
-        "full_dpc4_anchor/opacus": t["full_dpc4_anchor"] / t["full_opacus_dpsgd"],
-        "full_dpc4_ef/opacus": t["full_dpc4_ef"] / t["full_opacus_dpsgd"],
-        "psg_torch_func/opacus_hooks": t["psg_torch_func"] / t["psg_opacus_hooks"],
+        "step_optzoo_dpsgd/opacus": paired("step_optzoo_dpsgd", "step_opacus_dpsgd"),
+        "step_dpc4_ef/opacus": paired("step_dpc4_ef", "step_opacus_dpsgd"),
+        "step_dpc4_anchor/opacus": paired("step_dpc4_anchor", "step_opacus_dpsgd"),
+        "step_optzoo_dpsgd_adam/opacus_adam": paired("step_optzoo_dpsgd_adam", "step_opacus_dpsgd_adam"),
+        "full_dpc4_ef/opacus": paired("full_dpc4_ef", "full_opacus_dpsgd"),
+        "full_dpc4_anchor/opacus": paired("full_dpc4_anchor", "full_opacus_dpsgd"),
+        "psg_torch_func/opacus_hooks": paired("psg_torch_func", "psg_opacus_hooks"),
     }
     n_params = sum(p.numel() for p in params[m_c4])
-    print(f"MLP 64-{args.hidden}-10 ({n_params} params), batch {B}, {args.threads} thread(s), median of {args.reps}")
+    print(f"MLP 64-{args.hidden}-10 ({n_params} params), batch {B}, {args.threads} thread(s), "
+          f"{args.rounds} interleaved rounds (medians)")
     for k, v in t.items():
-        print(f"  {k:22s} {v * 1e3:9.3f} ms")
+        print(f"  {k:24s} {v * 1e3:9.3f} ms")
     print(f"  per-sample grads/s: torch.func {B / t['psg_torch_func']:.0f}, Opacus hooks {B / t['psg_opacus_hooks']:.0f}")
     for k, v in ratios.items():
-        print(f"  ratio {k:30s} {v:6.2f}x")
+        print(f"  ratio {k:36s} {v:6.2f}x  (median of paired per-round ratios)")
     out = Path(__file__).parent / "results" / "dpc4.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out, {"config": vars(args), "n_params": n_params, "seconds": t, "ratios": ratios,
-                            "note": "shared 2-core machine under contention; medians"})
+                            "note": "interleaved rounds on a shared 2-core machine; medians, ratios paired "
+                                    "per round"})
     return 0
 
 

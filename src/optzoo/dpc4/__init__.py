@@ -1,7 +1,8 @@
 """DP-C4 (reconstructed): differentially private optimization without clipping bias.
 
 Public API: the optimizers :class:`DPC4` and :class:`DPSGD` (``torch.optim.Optimizer``
-subclasses consuming per-sample gradients), their pure cores :func:`dpc4_update` and
+subclasses in Opacus' shape: they privatise per-sample gradients into ``p.grad`` for a wrapped
+torch optimizer, SGD by default, and checkpoint their DP state and ledger), their pure cores :func:`dpc4_update` and
 :func:`dpsgd_update`, the public threshold schedules, the privacy ledger and calibration.
 Fidelity: the update rule is optzoo's reconstruction (only the abstracts are public); the
 privacy accounting is exact. See ``docs/papers/dpc4.md``.

@@ -37,7 +37,16 @@ class PrivacyBudgetExceeded(RuntimeError):
     """Raised *before* a release that would make the composed epsilon exceed the budget."""
 
 
+def _need_opacus() -> None:
+    try:
+        import opacus  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("DP-C4's privacy accounting uses Opacus' accountants: "
+                          "pip install 'optzoo[dp]'") from exc
+
+
 def _alphas(alphas):
+    _need_opacus()
     if alphas is not None:
         return [float(a) for a in alphas]
     from opacus.accountants.rdp import RDPAccountant
@@ -104,7 +113,7 @@ def rdp_epsilon(noise_multipliers, sample_rates, *, delta: float, alphas=None) -
     q = np.broadcast_to(np.asarray(sample_rates, dtype=float), z.shape)
     _check_entries(z, q, "rdp_epsilon")
     orders = _alphas(alphas)
-    return _eps_from_rdp(_rdp_vector(_compress(zip(z, q)), orders), orders,
+    return _eps_from_rdp(_rdp_vector(_compress(zip(z, q, strict=True)), orders), orders,
                          check_real("delta", delta, owner="rdp_epsilon", low=0.0, high=1.0,
                                     closed="neither"))
 
@@ -318,9 +327,9 @@ class PrivacyLedger:
         rdp = self._rdp + sum(self._curve(z, q) for z, q in entries)
         return _eps_from_rdp(rdp, self._orders, self.delta, warn=False) > self.epsilon_budget
 
-    def charge(self, entries: Sequence[tuple[float, float]], *, sensitivity, noise_std) -> None:
-        """Record one step's releases; raises :class:`PrivacyBudgetExceeded` (recording
-        nothing) if the budget would be exceeded. Call *before* drawing the noise."""
+    def check(self, entries: Sequence[tuple[float, float]]) -> None:
+        """Raise :class:`PrivacyBudgetExceeded` if charging ``entries`` would exceed the
+        budget; records nothing (the optimizers call it before computing a step)."""
         z = np.asarray([e[0] for e in entries], dtype=float)
         q = np.asarray([e[1] for e in entries], dtype=float)
         _check_entries(z, q, "PrivacyLedger.charge")
@@ -329,13 +338,23 @@ class PrivacyLedger:
                 f"Privacy budget exhausted: step {len(self.rows)} would raise epsilon above "
                 f"{self.epsilon_budget:g} at delta={self.delta:g} (spent so far: "
                 f"{self.epsilon():.4g}). No further private step is allowed.")
-        for zi, qi in zip(z, q):
+
+    def charge(self, entries: Sequence[tuple[float, float]], *, sensitivity, noise_std,
+               checked: bool = False) -> None:
+        """Record one step's releases; raises :class:`PrivacyBudgetExceeded` (recording
+        nothing) if the budget would be exceeded. Call *before* releasing anything.
+        ``checked=True`` skips the budget test when :meth:`check` just passed on ``entries``."""
+        if not checked:
+            self.check(entries)
+        z = [float(e[0]) for e in entries]
+        q = [float(e[1]) for e in entries]
+        for zi, qi in zip(z, q, strict=True):
             self._rdp = self._rdp + self._curve(zi, qi)
             if self.history and self.history[-1][:2] == (float(zi), float(qi)):
                 self.history[-1] = (float(zi), float(qi), self.history[-1][2] + 1)
             else:
                 self.history.append((float(zi), float(qi), 1))
-        self.rows.append({"step": len(self.rows), "z": z.tolist(), "q": q.tolist(),
+        self.rows.append({"step": len(self.rows), "z": z, "q": q,
                           "sensitivity": np.atleast_1d(sensitivity).astype(float).tolist(),
                           "noise_std": np.atleast_1d(noise_std).astype(float).tolist()})
 
@@ -365,6 +384,35 @@ class PrivacyLedger:
     @property
     def steps(self) -> int:
         return len(self.rows)
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume: settings, budget, history, per-step rows and the
+        running RDP curve (copies; ``torch.save``-able)."""
+        return {"delta": self.delta, "epsilon_budget": self.epsilon_budget,
+                "cross_check": self.cross_check, "num_records": self.num_records,
+                "alphas": None if self.alphas is None else [float(a) for a in self.alphas],
+                "history": [tuple(h) for h in self.history], "rows": [dict(r) for r in self.rows],
+                "rdp": [float(v) for v in self._rdp]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`: a resumed run continues this ledger's accounting and
+        stops at its budget."""
+        keys = {"delta", "epsilon_budget", "cross_check", "num_records", "alphas", "history", "rows", "rdp"}
+        if not isinstance(state, dict) or not keys <= set(state):
+            fail("state", "PrivacyLedger.load_state_dict", f"a dict with the keys {sorted(keys)}",
+                 sorted(state) if isinstance(state, dict) else type(state).__name__)
+        restored = PrivacyLedger(delta=state["delta"], epsilon_budget=state["epsilon_budget"],
+                                 cross_check=state["cross_check"], num_records=None,
+                                 alphas=state["alphas"])
+        if len(state["rdp"]) != len(restored._orders):
+            fail("state", "PrivacyLedger.load_state_dict", f"an RDP curve over {len(restored._orders)} orders",
+                 len(state["rdp"]))
+        self.delta, self.epsilon_budget = restored.delta, restored.epsilon_budget
+        self.cross_check, self.num_records = restored.cross_check, state["num_records"]
+        self.alphas, self._orders, self._cache = restored.alphas, restored._orders, {}
+        self._rdp = np.asarray(state["rdp"], dtype=float)
+        self.history = [(float(z), float(q), int(c)) for z, q, c in state["history"]]
+        self.rows = [dict(r) for r in state["rows"]]
 
     def report(self) -> list[dict]:
         """Per-step table: accountant entries (z_t, q_t), sensitivity Delta_t, noise std s_t."""

@@ -24,8 +24,13 @@ noise multiplier :math:`z_t`, :math:`\mathrm{clip}(v,C)=v\min(1,C/\|v\|)`.
     u_t = (R1 + R2) / B ;  e_{t+1} = e_t + (1/B) sum_i g_i - (S1 + S2) / B
 
 DP-SGD (Opacus semantics): ``u_t = (sum_i clip(g_i, C_t) + N(0, (z_t C_t)^2 I)) / B``.
-The caller applies ``x <- x - lr_t u_t``. All functions broadcast over leading "config"
-dimensions (several runs at once), which the reproduction uses.
+The caller applies ``x <- x - lr_t u_t`` (the optimizers hand ``u_t`` to a wrapped torch
+optimizer as ``p.grad``). All functions broadcast over leading "config" dimensions (several
+runs at once), which the reproduction uses. The updates also take a *list* of per-parameter
+gradients (..., b, d_k), clipped jointly with one norm per sample (Opacus' idiom: no
+concatenated copy of the per-sample gradients) and return lists of views; the Gaussian noise
+is one draw over all parameters either way, so both forms give the same iterates. Clipping
+thresholds must be positive and finite; an empty batch (b = 0) still releases its noise.
 """
 
 from __future__ import annotations
@@ -88,12 +93,13 @@ class ConstantClip:
         return self.c, self.c
 
 
-def as_schedule(value, *, owner: str) -> Callable[[int], tuple[float, float]]:
-    """A float becomes ConstantClip; a callable of t returning C or (C1, C2) is checked at t=0."""
+def as_schedule(value, *, owner: str, name: str = "clip_schedule") -> Callable[[int], tuple[float, float]]:
+    """A float becomes ConstantClip; a callable of t returning C or (C1, C2) is checked at t=0.
+    ``name`` is the argument the error messages name (DPSGD's is ``max_grad_norm``)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ConstantClip(check_real("clip_schedule", value, owner=owner, low=0.0, closed="neither"))
+        return ConstantClip(check_real(name, value, owner=owner, low=0.0, closed="neither"))
     if not callable(value):
-        fail("clip_schedule", owner, "a positive float or a public schedule (a callable of the step t only)",
+        fail(name, owner, "a positive float or a public schedule (a callable of the step t only)",
              value, exc=TypeError)
 
     def sched(t: int) -> tuple[float, float]:
@@ -101,49 +107,88 @@ def as_schedule(value, *, owner: str) -> Callable[[int], tuple[float, float]]:
         c1, c2 = (out, out) if isinstance(out, (int, float)) else out
         for c in (c1, c2):
             if not (isinstance(c, (int, float)) and math.isfinite(c) and c > 0):
-                fail("clip_schedule", owner, f"positive finite thresholds at every step (step {t})", out)
+                fail(name, owner, f"positive finite thresholds at every step (step {t})", out)
         return float(c1), float(c2)
 
     sched(0)
     return sched
 
 
-def clip_rows(v: Tensor, c) -> Tensor:
-    """clip(v, C) = v min(1, C / ||v||) over the last dim; ``c`` broadcasts over leading dims."""
-    c = torch.as_tensor(c, dtype=v.dtype, device=v.device)
-    norms = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-    c = c.reshape(c.shape + (1,) * (norms.ndim - c.ndim))  # c's shape is a prefix of v's
+def _threshold(value, dtype, name: str, owner: str) -> Tensor:
+    """A clipping threshold as a tensor, rejected unless positive and finite (a negative one
+    would silently flip the gradients)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not (math.isfinite(value) and value > 0):
+            fail(name, owner, "positive finite clipping thresholds", value)
+        return torch.tensor(float(value), dtype=dtype)
+    c = torch.as_tensor(value, dtype=dtype)
+    if not bool(((c > 0) & (c < math.inf)).all()):  # one reduction, NaN fails too
+        fail(name, owner, "positive finite clipping thresholds", c.tolist())
+    return c
+
+
+def _top(value: Tensor) -> float:
+    return float(value) if value.ndim == 0 else float(value.max())
+
+
+def _factor(norms: Tensor, c: Tensor) -> Tensor:
+    """min(1, C / ||v||) per row; ``c`` broadcasts over the leading dims of ``norms``."""
+    c = c.reshape(c.shape + (1,) * (norms.ndim - c.ndim))  # c's shape is a prefix of the norms'
     # a zero row keeps factor <= 1 thanks to the clamp; clipping never scales up
-    factor = c / norms.clamp_min(1e-30)
-    return v * factor.clamp(max=1.0)
+    return torch.div(c, norms.clamp_min(1e-30)).clamp_(max=1.0)
 
 
-def _clipped_sum(v: Tensor, c) -> Tensor:
-    """sum_i clip(v_i, C) over dim -2 without materialising the clipped rows (as Opacus does)."""
-    c = torch.as_tensor(c, dtype=v.dtype, device=v.device)
-    norms = torch.linalg.vector_norm(v, dim=-1)
-    c = c.reshape(c.shape + (1,) * (norms.ndim - c.ndim))
-    factor = (c / norms.clamp_min(1e-30)).clamp(max=1.0)
-    return torch.einsum("...b,...bd->...d", factor, v)
+def clip_rows(v: Tensor, c) -> Tensor:
+    """clip(v, C) = v min(1, C / ||v||) over the last dim; ``c`` (> 0) broadcasts over leading dims."""
+    c = _threshold(c, v.dtype, "c", "clip_rows").to(v.device)
+    return v * _factor(torch.linalg.vector_norm(v, dim=-1), c)[..., None]
+
+
+def _parts(x) -> tuple[list[Tensor], bool]:
+    """A tensor is one part; a list/tuple of tensors (one per parameter) is several."""
+    if isinstance(x, Tensor):
+        return [x], False
+    return list(x), True
+
+
+def _row_norms(parts: list[Tensor]) -> Tensor:
+    """Euclidean norm of each row of the concatenation of ``parts`` along the last dim."""
+    if len(parts) == 1:
+        return torch.linalg.vector_norm(parts[0], dim=-1)
+    # Opacus' per-parameter norms, then the norm of those: no concatenated copy of the rows
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(v, dim=-1) for v in parts], -1),
+                                    dim=-1)
+
+
+def _check_finite_norms(norms: Tensor, parts: list[Tensor], owner: str) -> None:
+    # NaN/inf in any entry makes its row norm non-finite: checking b norms replaces a pass over b x d
+    if norms.numel() and not bool(torch.isfinite(norms).all()):
+        if not all(bool(torch.isfinite(v).all()) for v in parts):
+            raise ValueError(f"The 'grad_samples' argument of {owner} must contain only finite values. "
+                             "Got NaN or inf.")
 
 
 class DPC4State(NamedTuple):
-    """``step`` t; ``memory`` m_t (anchor) or e_t (ef), shape (..., d); ``anchors`` h, (..., n, d)."""
+    """``step`` t; ``memory`` m_t (anchor) or e_t (ef), shape (..., d); ``anchors`` h, (..., n, d).
+
+    ``memory`` and ``anchors`` may instead be lists with one tensor per parameter (shapes
+    (..., d_k) and (..., n, d_k)), matching a list of per-parameter gradients."""
 
     step: int
-    memory: Tensor
-    anchors: Tensor | None
+    memory: Tensor | list[Tensor]
+    anchors: Tensor | list[Tensor] | None
 
 
 class StepInfo(NamedTuple):
     """What one step released: pre-noise sums (sum units), their sensitivities and noise stds,
-    and the accountant entries (z_t, q_t). ``noise`` is the noise added in update units."""
+    and the accountant entries (z_t, q_t). ``noise`` is the noise added in update units.
+    With per-parameter inputs, each sum and ``noise`` are lists with one tensor per part."""
 
-    sums: tuple[Tensor, ...]
+    sums: tuple
     sensitivities: tuple[float, ...]
     noise_stds: tuple[float, ...]
     entries: tuple[tuple[float, float], ...]
-    noise: Tensor
+    noise: Tensor | list[Tensor]
 
 
 def dpc4_init(dim: int, *, memory: str = "anchor", num_records: int | None = None,
@@ -158,14 +203,25 @@ def dpc4_init(dim: int, *, memory: str = "anchor", num_records: int | None = Non
     return DPC4State(0, m, None)
 
 
-def _gauss(shape, std, like: Tensor, generator) -> Tensor:
-    std = torch.as_tensor(std, dtype=like.dtype, device=like.device)
-    eps = torch.randn(shape, generator=generator, dtype=like.dtype, device=like.device)
+def _gauss(like: Tensor, std: Tensor, generator) -> Tensor:
+    """N(0, std^2 I) shaped like ``like`` (..., D): one draw over all parameters, so the noise
+    does not depend on how they are grouped."""
+    eps = torch.randn(like.shape, generator=generator, dtype=like.dtype, device=like.device)
+    std = std.to(like.device)
     return eps * (std[..., None] if std.ndim else std)
 
 
+def _cat(parts: list[Tensor]) -> Tensor:
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+
+def _split(flat: Tensor, sizes: list[int], listed: bool):
+    """Back to one view per parameter (no copy) when the input was a list."""
+    return list(torch.split(flat, sizes, dim=-1)) if listed else flat
+
+
 def dpc4_update(
-    grad_samples: Tensor,
+    grad_samples,
     state: DPC4State,
     *,
     indices: Tensor | None,
@@ -180,51 +236,72 @@ def dpc4_update(
 ) -> tuple[Tensor, DPC4State, StepInfo]:
     """One DP-C4 step (see the module docstring). Pure: returns (u_t, new state, info).
 
-    ``grad_samples``: (..., b, d) per-sample gradients of the Poisson batch; ``indices``: (b,)
-    record ids (needed by per-record anchors). ``clip1, clip2, noise_multiplier`` are floats or
-    tensors broadcasting over the leading dims. ``noise_multiplier = 0`` gives the noise-free
-    update (for analysis only; the optimizers never allow it). ``inplace=True`` writes the
-    anchors of ``state`` in place (saves an n x d copy per step; the optimizer uses it).
+    ``grad_samples``: (..., b, d) per-sample gradients of the Poisson batch (b may be 0: the
+    noise is still released), or a list of (..., b, d_k) tensors, one per parameter, clipped
+    jointly (then ``u_t``, the state and the info's vectors are lists alike, views of one
+    buffer); ``indices``: (b,) record ids (needed by per-record anchors). ``clip1, clip2``
+    (> 0) and ``noise_multiplier`` are floats or tensors broadcasting over the leading dims.
+    ``noise_multiplier = 0`` gives the noise-free update (for analysis only; the optimizers
+    never allow it). ``inplace=True`` writes the anchors of ``state`` in place (saves an
+    n x d copy per step; the optimizer uses it).
     """
+    owner = "dpc4_update"
+    gs, listed = _parts(grad_samples)
+    sizes = [g.shape[-1] for g in gs]
     B = float(expected_batch_size)
-    d = grad_samples.shape[-1]
-    lead = grad_samples.shape[:-2]
-    c1 = torch.as_tensor(clip1, dtype=grad_samples.dtype)
-    z = torch.as_tensor(noise_multiplier, dtype=grad_samples.dtype)
+    dt, dev = gs[0].dtype, gs[0].device
+    c1 = _threshold(clip1, dt, "clip1", owner)
+    z = torch.as_tensor(noise_multiplier, dtype=dt)
+    mem = _cat(_parts(state.memory)[0])
     if state.anchors is not None:
         if indices is None:
-            fail("indices", "dpc4_update", "the record ids of the batch when memory='anchor'", None)
-        n = state.anchors.shape[-2]
-        h_b = state.anchors.index_select(-2, indices)
-        delta = clip_rows(grad_samples - h_b, c1)
-        anchors = state.anchors if inplace else state.anchors.clone()
-        anchors.index_copy_(anchors.ndim - 2, indices, h_b + delta)
-        s = delta.sum(-2)
-        xi = _gauss((*lead, d), z * c1, s, generator)
+            fail("indices", owner, "the record ids of the batch when memory='anchor'", None)
+        anchors = _parts(state.anchors)[0]
+        n = anchors[0].shape[-2]
+        idx = indices.to(dev)
+        h_b = [a.index_select(-2, idx) for a in anchors]
+        delta = [g - h for g, h in zip(gs, h_b, strict=True)]
+        norms = _row_norms(delta)
+        _check_finite_norms(norms, gs, owner)
+        f = _factor(norms, c1.to(dev))[..., None]
+        for dk in delta:
+            dk.mul_(f)  # our own temporaries: the update stays pure
+        if not inplace:
+            anchors = [a.clone() for a in anchors]
+        for a, h, dk in zip(anchors, h_b, delta, strict=True):
+            a.index_copy_(a.ndim - 2, idx, h.add_(dk))
+        s = _cat([dk.sum(-2) for dk in delta])
+        xi = _gauss(s, z * c1, generator)
         r = s + xi
-        u = state.memory + r / B
-        new = DPC4State(state.step + 1, state.memory + r / n, anchors)
-        std = (z * c1).max().item()
-        info = StepInfo((s,), (c1.max().item(),), (std,), ((float(z.max()), sample_rate),), xi / B)
-        return u, new, info
-    c2 = torch.as_tensor(clip2, dtype=grad_samples.dtype)
-    zf = torch.as_tensor(0.0 if feedback_noise_multiplier is None else feedback_noise_multiplier,
-                         dtype=grad_samples.dtype)
-    s1 = _clipped_sum(grad_samples, c1)
-    s2 = B * clip_rows(state.memory, c2)
+        u = mem + r / B
+        new = DPC4State(state.step + 1, _split(mem + r / n, sizes, listed), anchors if listed else anchors[0])
+        info = StepInfo((_split(s, sizes, listed),), (_top(c1),), (_top(z * c1),), ((_top(z), sample_rate),),
+                        _split(xi / B, sizes, listed))
+        return _split(u, sizes, listed), new, info
+    c2 = _threshold(clip2, dt, "clip2", owner)
+    zf = torch.as_tensor(0.0 if feedback_noise_multiplier is None else feedback_noise_multiplier, dtype=dt)
+    norms = _row_norms(gs)
+    _check_finite_norms(norms, gs, owner)
+    f1 = _factor(norms, c1.to(dev))
+    # one pass over the per-sample gradients for both sums: [clip factors; ones] @ g
+    w = torch.stack([f1, torch.ones_like(f1)], dim=-2)
+    both = _cat([torch.matmul(w, g) for g in gs])
+    s1, g_sum = both[..., 0, :], both[..., 1, :]
+    f2 = _factor(torch.linalg.vector_norm(mem, dim=-1), c2.to(dev))[..., None]
+    s2 = B * (mem * f2)
     sens2 = 2.0 * c2 * B
-    xi1 = _gauss((*lead, d), z * c1, s1, generator)
-    xi2 = _gauss((*lead, d), zf * sens2, s1, generator)
+    xi1 = _gauss(s1, z * c1, generator)
+    xi2 = _gauss(s1, zf * sens2, generator)
     u = (s1 + xi1 + s2 + xi2) / B
-    e = state.memory + grad_samples.sum(-2) / B - (s1 + s2) / B
-    info = StepInfo((s1, s2), (c1.max().item(), sens2.max().item()),
-                    ((z * c1).max().item(), (zf * sens2).max().item()),
-                    ((float(z.max()), sample_rate), (float(zf.max()), 1.0)), (xi1 + xi2) / B)
-    return u, DPC4State(state.step + 1, e, None), info
+    e = mem + g_sum / B - (s1 + s2) / B
+    info = StepInfo((_split(s1, sizes, listed), _split(s2, sizes, listed)), (_top(c1), _top(sens2)),
+                    (_top(z * c1), _top(zf * sens2)), ((_top(z), sample_rate), (_top(zf), 1.0)),
+                    _split((xi1 + xi2) / B, sizes, listed))
+    return _split(u, sizes, listed), DPC4State(state.step + 1, _split(e, sizes, listed), None), info
 
 
 def dpsgd_update(
-    grad_samples: Tensor,
+    grad_samples,
     *,
     expected_batch_size: float,
     sample_rate: float,
@@ -233,12 +310,19 @@ def dpsgd_update(
     generator: torch.Generator | None = None,
 ) -> tuple[Tensor, StepInfo]:
     """DP-SGD with flat clipping (Opacus semantics): noise std z C on the clipped *sum*, then
-    division by the *expected* batch size. Returns (u_t, info)."""
-    c = torch.as_tensor(clip, dtype=grad_samples.dtype)
-    z = torch.as_tensor(noise_multiplier, dtype=grad_samples.dtype)
-    s = _clipped_sum(grad_samples, c)
-    xi = _gauss(s.shape, z * c, s, generator)
+    division by the *expected* batch size. ``grad_samples``: (..., b, d) or a list of
+    (..., b, d_k), one per parameter (then ``u_t`` is a list of views). Returns (u_t, info)."""
+    owner = "dpsgd_update"
+    gs, listed = _parts(grad_samples)
+    sizes = [g.shape[-1] for g in gs]
+    c = _threshold(clip, gs[0].dtype, "clip", owner)
+    z = torch.as_tensor(noise_multiplier, dtype=gs[0].dtype)
+    norms = _row_norms(gs)
+    _check_finite_norms(norms, gs, owner)
+    f = _factor(norms, c.to(gs[0].device))
+    s = _cat([torch.einsum("...b,...bd->...d", f, g) for g in gs])
+    xi = _gauss(s, z * c, generator)
     B = float(expected_batch_size)
-    info = StepInfo((s,), (c.max().item(),), ((z * c).max().item(),),
-                    ((float(z.max()), sample_rate),), xi / B)
-    return (s + xi) / B, info
+    info = StepInfo((_split(s, sizes, listed),), (_top(c),), (_top(z * c),), ((_top(z), sample_rate),),
+                    _split(xi / B, sizes, listed))
+    return _split((s + xi) / B, sizes, listed), info

@@ -27,7 +27,7 @@ def _stream_front(F: np.ndarray, checkpoints=()):
             P = F[front]
             if (P <= f).all(1).any():
                 continue
-            front = [j for j, keep in zip(front, ~(f <= P).all(1)) if keep]
+            front = [j for j, keep in zip(front, ~(f <= P).all(1), strict=True) if keep]
         front.append(i)
     while ci < len(cps):
         snaps.append(list(front))
@@ -69,6 +69,6 @@ def hv_trace(F: np.ndarray, ref_point, ideal_point, checkpoints) -> list[float]:
     """HV ratio of the first ``c`` evaluated points for every ``c`` in ``checkpoints``."""
     F = np.asarray(F, dtype=float)
     cps = [min(int(c), F.shape[0]) for c in checkpoints]
-    _, snaps = _stream_front(F, cps)
-    by_c = dict(zip(sorted(set(cps)), snaps))
+    _, snaps = _stream_front(F, cps)  # one snapshot per distinct checkpoint, ascending
+    by_c = dict(zip(sorted(set(cps)), snaps, strict=True))
     return [hv_ratio(F[by_c[c]], ref_point, ideal_point) if by_c[c] else 0.0 for c in cps]
