@@ -112,7 +112,9 @@ def rule_text(claim: Claim, level: float = 0.95, parts: int = 1) -> str:
         text = (f"{holds} when the {pct} t-interval of the mean over {unit}s lies {side} {what}; "
                 f"{fails} when it lies wholly {other}")
     text += f"; {undecided} otherwise"
-    if parts > 1:
+    if parts > 1 and claim.direction == "all":
+        text += f". {parts} parts: every part must hold on every {unit}"
+    elif parts > 1:
         text += (f". {parts} parts: every part must hold; a part wholly on the wrong side of its "
                  f"{100 * (1 - (1 - level) / parts):.4g}% (Bonferroni) interval fails the claim")
     return text
