@@ -260,8 +260,7 @@ def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path(
     meta = {"scale": scale, "seeds": "per paper (see each section)",
             "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
-            "environment": environment_manifest(), "backend": "(judged from finished units)",
-            "jobs": "-", "threads_per_unit": "-"}
+            "environment": environment_manifest(), "backend": None}
     write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
                   console=console)
     report.console_table(runs, console)

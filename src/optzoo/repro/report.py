@@ -151,7 +151,11 @@ def _interval(v: Verdict) -> str:
 
 
 def _undecided(v: Verdict) -> str:
-    if v.verdict != "inconclusive" or v.half_width is None:
+    if v.verdict != "inconclusive":
+        return ""
+    if not v.parts:
+        return "not measured at this scale"
+    if v.half_width is None:
         return ""
     need = (f"about {v.seeds_needed} seeds would decide it" if v.seeds_needed
             else "more seeds would not decide it at this estimate")
@@ -181,9 +185,11 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
         f"- scale: `{meta.get('scale')}`; seeds: {meta.get('seeds')}",
         f"- command: `{meta.get('command', '')}`",
         f"- environment: python {env.get('python')}; CPU: {env.get('cpu')} "
-        f"({env.get('cpu_count')} cores); backend {meta.get('backend')}, {meta.get('jobs')} jobs, "
-        f"{meta.get('threads_per_unit')} thread(s) per unit; the commit of each paper's units is "
-        "in its summary line",
+        f"({env.get('cpu_count')} cores); " + (
+            f"backend {meta['backend']}, {meta.get('jobs')} jobs, {meta.get('threads_per_unit')} "
+            "thread(s) per unit" if meta.get("backend") else
+            "no unit was run by this command: it judged the finished units in the results folder")
+        + "; the commit of each paper's units is in its summary line",
         *([f"- {meta['note']}"] if meta.get("note") else []),
         "",
         _RULE,
@@ -297,7 +303,8 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         "</head><body><h1>optzoo reproduction report</h1>",
         f"<p>Scale <code>{e(str(meta.get('scale')))}</code>, seeds {e(str(meta.get('seeds')))}, "
         f"generated {e(str(meta.get('generated', '')))}; python {e(str(env.get('python')))}, "
-        f"{e(str(env.get('cpu')))}; jobs: {e(str(meta.get('jobs')))}.</p>",
+        f"{e(str(env.get('cpu')))}" + (f"; jobs: {e(str(meta.get('jobs')))}" if meta.get("backend") else "")
+        + ".</p>",
         f"<p class='rule'>{e(_RULE.replace('**', '').replace('`', ''))}</p>",
         "<h2>Summary</h2><ul class='s'>",
     ]
@@ -385,7 +392,7 @@ def update_paper_docs(page: Path, run: PaperRun) -> bool:
     def link(fig: str) -> str:
         return f"../results/{run.slug}/{Path(fig).name}"
 
-    body = ["", "_Written by `optzoo reproduce --write-docs`; do not edit by hand._", "",
+    body = ["", "_Written by `optzoo reproduce --write-docs` (or `optzoo report --write-docs`); do not edit by hand._", "",
             *_paper_lines(run, link, heading="###"), ""]
     new = re.sub(re.escape(RESULTS_BEGIN) + r".*?" + re.escape(RESULTS_END),
                  lambda _m: RESULTS_BEGIN + "\n".join(body) + RESULTS_END, text, count=1, flags=re.S)
