@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_int, check_real, fail
 
@@ -278,38 +278,57 @@ def fgc(adj, X, k: int, *, alpha: float = 1.0, beta: float = 0.1, gamma: float =
     step = 1.0
     history = []
     nit = nfev = 0
-    status = Status.USER_LIMIT
-    for _ in range(n_outer):
-        f, LC, K, chol = _fgc_objective(L, X, C, Xc, alpha, beta, gamma, lam, k)
-        nfev += 1
-        for _ in range(n_inner):
-            nit += 1
-            Minv = np.linalg.inv(K + 1.0 / k) if chol is None else _chol_inv(chol)
-            XXt = Xc @ Xc.T
-            g = (-2.0 * gamma * LC @ Minv + alpha * (C @ Xc - X) @ Xc.T + 2.0 * LC @ XXt
-                 + lam * C.sum(axis=1, keepdims=True) + 2.0 * beta * LC @ K)
-            while True:
-                Cn = project_rows_simplex(C - step * g)
-                fn, LCn, Kn, choln = _fgc_objective(L, X, Cn, Xc, alpha, beta, gamma, lam, k)
-                nfev += 1
-                D = Cn - C
-                if fn <= f + np.sum(g * D) + np.sum(D * D) / (2 * step) or step < 1e-12:
+    status = Status.BUDGET  # n_outer rounds are the planned budget; CONVERGED if f settled
+    why = None  # the project's divergence rule (optzoo._core.result.divergence)
+    x_norm = float(np.linalg.norm(X))
+    # overflow is detected below and reported as DIVERGED, not printed
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for _ in range(n_outer):
+            f, LC, K, chol = _fgc_objective(L, X, C, Xc, alpha, beta, gamma, lam, k)
+            nfev += 1
+            for _ in range(n_inner):
+                nit += 1
+                try:
+                    Minv = np.linalg.inv(K + 1.0 / k) if chol is None else _chol_inv(chol)
+                except np.linalg.LinAlgError:
+                    Minv = np.full_like(K, np.nan)
+                XXt = Xc @ Xc.T
+                g = (-2.0 * gamma * LC @ Minv + alpha * (C @ Xc - X) @ Xc.T + 2.0 * LC @ XXt
+                     + lam * C.sum(axis=1, keepdims=True) + 2.0 * beta * LC @ K)
+                why = None if np.isfinite(g).all() else divergence(g, name="the gradient in C")
+                if why is not None:
                     break
-                step *= 0.5
-            small = np.sqrt(np.sum(D * D)) / step <= tol * (1 + np.sqrt(np.sum(g * g)))
-            C, f, LC, K, chol = Cn, fn, LCn, Kn, choln
-            step *= 2.0
-            if small:
+                while True:
+                    Cn = project_rows_simplex(C - step * g)
+                    fn, LCn, Kn, choln = _fgc_objective(L, X, Cn, Xc, alpha, beta, gamma, lam, k)
+                    nfev += 1
+                    D = Cn - C
+                    if fn <= f + np.sum(g * D) + np.sum(D * D) / (2 * step) or step < 1e-12:
+                        break
+                    step *= 0.5
+                small = np.sqrt(np.sum(D * D)) / step <= tol * (1 + np.sqrt(np.sum(g * g)))
+                C, f, LC, K, chol = Cn, fn, LCn, Kn, choln
+                step *= 2.0
+                if small:
+                    break
+            why = why or divergence(C, name="C")
+            if why is None:
+                Kc = C.T @ (L @ C)
+                try:
+                    Xc = np.linalg.solve((2.0 / alpha) * Kc + C.T @ C + 1e-12 * np.eye(k), C.T @ X)
+                except np.linalg.LinAlgError:
+                    Xc = np.full((k, X.shape[1]), np.nan)
+                why = divergence(Xc, start=x_norm, name="X~")
+            history.append(f)
+            if why is not None:
                 break
-        Kc = C.T @ (L @ C)
-        Xc = np.linalg.solve((2.0 / alpha) * Kc + C.T @ C + 1e-12 * np.eye(k), C.T @ X)
-        history.append(f)
     if len(history) > 1 and abs(history[-1] - history[-2]) <= 1e-4 * (1 + abs(history[-2])):
         status = Status.CONVERGED
-    if not np.isfinite(C).all():
-        status = Status.NUMERICAL_ERROR
-    return Result(C, float(history[-1]), status,
-                  f"FGC: {n_outer} alternating rounds, {nit} projected-gradient steps",
+    msg = f"FGC: {n_outer} alternating rounds, {nit} projected-gradient steps"
+    if why is not None:
+        status, msg = Status.DIVERGED, f"FGC diverged after {nit} projected-gradient steps: {why}"
+        warn_not_converged("fgc", msg)
+    return Result(C, float(history[-1]), status, msg,
                   nit=nit, nfev=nfev, wall_time=time.perf_counter() - t0,
                   extra={"Xc": Xc, "objective": history})
 
@@ -317,4 +336,5 @@ def fgc(adj, X, k: int, *, alpha: float = 1.0, beta: float = 0.1, gamma: float =
 def _chol_inv(chol: np.ndarray) -> np.ndarray:
     from scipy.linalg import cho_solve
 
-    return cho_solve((chol, True), np.eye(chol.shape[0]))
+    # NaN propagates (check_finite=False): fgc reports it as DIVERGED
+    return cho_solve((chol, True), np.eye(chol.shape[0]), check_finite=False)

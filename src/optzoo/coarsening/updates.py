@@ -35,12 +35,11 @@ from a seeded sparse random matrix (density 0.15).
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from optzoo._core.result import Result, Status
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_choice, check_int, check_real, fail
 
@@ -239,12 +238,16 @@ def _solve(blocks: _Blocks, *, solver, max_iter, tol, seed, owner):
             if it >= 20 and quiet >= 5:
                 status = Status.CONVERGED
                 break
-    if not np.isfinite(Y).all() or not np.isfinite(f):
+    why = divergence(Y, name="C") or divergence(f, start=abs(trace[0]), name="the objective")
+    if why is not None:
         status = Status.DIVERGED
     kkt = float(np.linalg.norm(Y - project_rows_simplex(Y - G))) if m else 0.0
+    # NotConvergedWarning is a RuntimeWarning: filters on the old category keep working
     if status is Status.USER_LIMIT:
-        warnings.warn(f"{owner}: stopped at max_iter={max_iter} before the relative objective "
-                      f"change fell below tol={tol}.", RuntimeWarning, stacklevel=3)
+        warn_not_converged(owner, f"stopped at max_iter={max_iter} before the relative objective "
+                           f"change fell below tol={tol}.", stacklevel=4)
+    elif status is Status.DIVERGED:
+        warn_not_converged(owner, f"diverged after {it} iterations: {why}", stacklevel=4)
     return Y, Result(None, float(f), status, f"{owner} ({solver}): {status} after {it} iterations",
                      nit=it, nfev=nfev, wall_time=time.perf_counter() - t0,
                      extra={"trace": trace, "kkt_residual": kkt})

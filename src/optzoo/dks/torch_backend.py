@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import torch
 
-from optzoo._core.result import Status
+from optzoo._core.result import Status, divergence, warn_not_converged
 from optzoo._core.validation import check_device, check_int, check_real
 from optzoo.dks._common import make_result, prepare
 from optzoo.dks.relaxation import topk_indices
@@ -157,10 +157,13 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     with torch.no_grad():
         sig = torch.sigmoid(theta)
         x = (sig / (1.0 + torch.relu(sig.sum() / k - 1.0))).cpu().numpy()
-    if not np.isfinite(x).all():
+    why = divergence(x, name="x")  # the project's one rule: non-finite is DIVERGED, with a warning
+    if why is not None:
+        msg = f"diverged after {steps} AdamW steps: {why}; top-k of the finite coordinates returned"
+        warn_not_converged(owner, msg)
         return make_result(g, k, topk_indices(np.nan_to_num(x, nan=-1.0), k), method=owner,
-                           status=Status.NUMERICAL_ERROR, message="non-finite iterate",
-                           nit=steps, wall_time=time.perf_counter() - t0, lam=lam)
+                           status=Status.DIVERGED, message=msg, nit=steps,
+                           wall_time=time.perf_counter() - t0, lam=lam, loss_trace=losses)
     nodes = topk_indices(x, k)
     frac = int(np.count_nonzero((x > 1e-6) & (x < 1 - 1e-6)))
     return make_result(

@@ -116,7 +116,9 @@ def noisyopt_spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float =
     start, t0 = oracle.calls, time.perf_counter()
     try:
         np.random.seed(check_int("seed", seed, owner=owner, low=0) % 2**32)
-        res = minimizeSPSA(oracle, x, niter=niter, paired=True, a=a, c=c, alpha=alpha,
+        # a copy: noisyopt updates x0 in place, which made the divergence test below compare
+        # the end point with itself
+        res = minimizeSPSA(oracle, x.copy(), niter=niter, paired=True, a=a, c=c, alpha=alpha,
                            gamma=gamma)
     finally:
         np.random.set_state(saved)
