@@ -95,7 +95,9 @@ def band_sign_check(seed: int, *, n_cases: int = 2000, n_candidates: int = 50,
     pred_l = lr * (d_w * (s_w * s_l).sum(1) - d_l * nl ** 2)
     act_w, act_l = pol.step(y_w, y_l, d_w, d_l, lr=lr)
     big = torch.maximum(nw, nl) ** 4 * (d_w + d_l) ** 2
-    margin = 2 * lr ** 2 * big  # measured second-order error stays below 1 * lr^2 * big
+    # Cases whose first-order change exceeds this margin are judged: the sign prediction is
+    # valid there as long as the second-order error stays below it (checked: err < 2).
+    margin = 2 * lr ** 2 * big
     pos = rho > 0
     band_w = torch.where(pos, r >= rho * r_star, torch.ones_like(pos))  # predicts dz_w >= 0
     band_l = torch.where(pos, r <= r_star / rho.clamp(min=1e-300), torch.ones_like(pos))
