@@ -235,8 +235,8 @@ def random_restart_fw(graph, k, *, time_budget: float, lam: float = 1.0, max_ite
         if e > best_e:
             best, best_e = out["nodes"], e
         runs += 1
-    return make_result(g, k, best, method=owner, status=Status.CONVERGED,
-                       message=f"best of {runs} SE-FW runs", nit=runs,
+    return make_result(g, k, best, method=owner, status=Status.BUDGET,
+                       message=f"best of {runs} SE-FW runs in the time budget", nit=runs,
                        wall_time=time.perf_counter() - t0, restarts=runs, lam=lam)
 
 

@@ -127,8 +127,8 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     """DkS by the predecessor's constraint parameterisation, optimised with AdamW.
 
     Deterministic (theta_0 = 0); ``seed`` is recorded only. ``device="cuda"`` runs on GPU.
-    Returns a Result with status CONVERGED after ``steps`` steps (no stationarity test: the
-    method has none) and the final objective trace in ``extra["loss_trace"]``.
+    Returns a Result with status ``budget_used`` after ``steps`` steps (no stationarity test:
+    the method has none) and the final objective trace in ``extra["loss_trace"]``.
 
     >>> import networkx as nx
     >>> adamw_dks(nx.complete_graph(6), 3).fun
@@ -167,7 +167,7 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     nodes = topk_indices(x, k)
     frac = int(np.count_nonzero((x > 1e-6) & (x < 1 - 1e-6)))
     return make_result(
-        g, k, nodes, method=owner, status=Status.CONVERGED,
+        g, k, nodes, method=owner, status=Status.BUDGET,
         message=f"{steps} AdamW steps; top-k rounding of x ({frac} coordinates not within "
                 "1e-6 of 0 or 1)",
         nit=steps, nfev=steps, wall_time=time.perf_counter() - t0, lam=lam, lr=lr,
