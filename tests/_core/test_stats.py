@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from optzoo._core.stats import MIN_BOOTSTRAP_N, bootstrap_ci, mean_ci, paired_ci
+from optzoo._core.stats import MIN_BOOTSTRAP_N, bootstrap_ci, mean_ci
 
 
 def test_bootstrap_ci_covers_mean_and_is_deterministic():
@@ -20,10 +20,6 @@ def test_bootstrap_refuses_samples_too_small_for_its_level():
 
 def test_mean_ci_coverage_is_near_nominal():
     rng = np.random.default_rng(0)
-    for n in (3, 10):
-        cover = sum(mean_ci(rng.normal(0, 1, n)).low < 0 < mean_ci(rng.normal(0, 1, n)).high
-                    for _ in range(1))  # smoke: the interval is well formed
-        assert cover in (0, 1)
     cover = 0
     for _ in range(2000):
         ci = mean_ci(rng.normal(0, 1, 3))
@@ -31,16 +27,8 @@ def test_mean_ci_coverage_is_near_nominal():
     assert 0.93 < cover / 2000 < 0.97  # exact for normal data even with 3 seeds
 
 
-def test_paired_ci_diff_and_logratio():
-    a, b = [2.0, 4.0, 8.0], [1.0, 2.0, 4.0]
-    assert paired_ci(a, b).estimate == pytest.approx(np.mean([1, 2, 4]))
-    lr = paired_ci(a, b, transform="logratio")
-    assert lr.estimate == pytest.approx(np.log(2)) and lr.low == pytest.approx(np.log(2))
-    with pytest.raises(ValueError, match="positive"):
-        paired_ci([0.0], [1.0], transform="logratio")
-    with pytest.raises(ValueError, match="equal lengths"):
-        paired_ci([1.0, 2.0], [1.0])
+def test_mean_ci_errors():
     with pytest.raises(ValueError, match="finite"):
-        paired_ci([np.nan], [1.0])
+        mean_ci([np.nan, 1.0])
     with pytest.raises(ValueError, match="'level' argument of mean_ci"):
         mean_ci([1.0, 2.0], level=1.5)

@@ -7,12 +7,13 @@ The verdict rules (what an interval means for a claim) live in one place:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Interval", "MIN_BOOTSTRAP_N", "bootstrap_ci", "mean_ci", "paired_ci"]
+__all__ = ["Interval", "MIN_BOOTSTRAP_N", "bootstrap_ci", "mean_ci", "t_quantile"]
 
 #: Below this many observations a percentile bootstrap under-covers badly (with 3 values it
 #: returns their min and max: about 75% coverage for a nominal 95%); use :func:`mean_ci`.
@@ -54,17 +55,24 @@ def _check_level(level: float, owner: str) -> None:
         raise ValueError(f"The 'level' argument of {owner} must be in (0, 1). Got {level!r}.")
 
 
+@functools.lru_cache(maxsize=4096)
+def t_quantile(q: float, df: int) -> float:
+    """The ``q`` quantile of Student's t with ``df`` degrees of freedom (cached: judging calls
+    it for the same few (level, seeds) pairs many times)."""
+    from scipy import stats as st
+
+    return float(st.t.ppf(q, df))
+
+
 def mean_ci(values: Sequence[float], *, level: float = 0.95) -> Interval:
     """Student-t interval of the mean (exact for normal data; the default for few seeds).
     A single value gives a zero-width interval with ``n=1``, which decides nothing."""
-    from scipy import stats as st
-
     _check_level(level, "mean_ci")
     x = _as_1d(values, "values")
     m = float(x.mean())
     if x.size == 1:
         return Interval(m, m, m, 1, level)
-    half = float(st.t.ppf(0.5 + level / 2.0, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
+    half = t_quantile(0.5 + level / 2.0, x.size - 1) * float(x.std(ddof=1)) / float(np.sqrt(x.size))
     return Interval(m, m - half, m + half, int(x.size), level)
 
 
@@ -92,22 +100,3 @@ def bootstrap_ci(
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(boots, [alpha, 1.0 - alpha])
     return Interval(est, float(lo), float(hi), int(x.size), level, "bootstrap")
-
-
-def paired_ci(
-    a: Sequence[float], b: Sequence[float], *, transform: str = "diff", level: float = 0.95
-) -> Interval:
-    """Student-t interval of the mean paired effect of ``a`` over ``b``: ``"diff"`` (a - b)
-    or ``"logratio"`` (log(a / b), for positive metrics). Pairs must share the instance."""
-    x, y = _as_1d(a, "a"), _as_1d(b, "b")
-    if x.shape != y.shape:
-        raise ValueError(f"The 'a' and 'b' arguments of paired_ci must have equal lengths. Got {x.size} and {y.size}.")
-    if transform == "diff":
-        d = x - y
-    elif transform == "logratio":
-        if (x <= 0).any() or (y <= 0).any():
-            raise ValueError("The 'transform' argument 'logratio' of paired_ci needs positive values.")
-        d = np.log(x) - np.log(y)
-    else:
-        raise ValueError(f"The 'transform' argument of paired_ci must be 'diff' or 'logratio'. Got {transform!r}.")
-    return mean_ci(d, level=level)

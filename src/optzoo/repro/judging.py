@@ -27,13 +27,13 @@ A deterministic part (one exact value) holds or fails by the side of the thresho
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from optzoo._core.stats import mean_ci
 from optzoo.repro.claim import Claim, Part, Verdict
 
 __all__ = ["Sample", "combine", "deterministic", "judge", "paired", "rule_text", "seeds_to_decide"]
@@ -77,13 +77,6 @@ def paired(a: Sequence[float], b: Sequence[float], transform: str = "diff") -> n
                              f"Got a={x.tolist()!r}, b={y.tolist()!r}.")
         return np.log(x) - np.log(y)
     raise ValueError(f"The 'transform' argument of paired must be 'diff' or 'logratio'. Got {transform!r}.")
-
-
-@functools.lru_cache(maxsize=4096)
-def _tq(q: float, n: int) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(q, n - 1))
 
 
 def _boundary(claim: Claim) -> float:
@@ -177,17 +170,16 @@ def _judge_part(claim: Claim, name: str, evidence, level: float, k: int) -> tupl
 
     n = int(x.size)
     sd = float(x.std(ddof=1))
-    se = sd / math.sqrt(n)
     alpha = 1.0 - level
     q = 1.0 - alpha / 2.0                 # two-sided interval at `level`
     q_adj = 1.0 - alpha / (2.0 * k)       # Bonferroni for the wrong-side decision
-    h, h_adj = _tq(q, n) * se, _tq(q_adj, n) * se
-    lo, hi, alo, ahi = est - h, est + h, est - h_adj, est + h_adj
+    iv, adj = mean_ci(x, level=level), mean_ci(x, level=1.0 - alpha / k)
+    lo, hi, alo, ahi = iv.low, iv.high, adj.low, adj.high
     shown_level = level
     if claim.direction == "equivalent":
         q_eq = 1.0 - alpha                # 1 - 2 alpha two-sided interval = TOST at alpha
-        h_eq = _tq(q_eq, n) * se
-        lo, hi = est - h_eq, est + h_eq
+        eq = mean_ci(x, level=1.0 - 2.0 * alpha)
+        lo, hi = eq.low, eq.high
         shown_level = 1.0 - 2.0 * alpha
         lo_m, hi_m = claim.threshold - claim.margin, claim.threshold + claim.margin
         if lo > lo_m and hi < hi_m:
