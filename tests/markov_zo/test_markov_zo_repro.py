@@ -76,11 +76,15 @@ def test_noisyopt_draws_match_numpy_global_stream():
     for seed, d in ((3, 4), (12345, 50), (7, 1)):
         dr = _NoisyoptDraws(seed, d)
         got = np.concatenate([dr.block(256), dr.block(100), dr.block(300)])
-        np.random.seed(seed)
-        want = []
-        for _ in range(656):
-            want.append(np.random.choice([-1, 1], size=d))
-            np.random.randint(0, np.iinfo(np.int32).max)
+        saved = np.random.get_state()  # noisyopt's stream is numpy's global one: restore it
+        try:
+            np.random.seed(seed)
+            want = []
+            for _ in range(656):
+                want.append(np.random.choice([-1, 1], size=d))
+                np.random.randint(0, np.iinfo(np.int32).max)
+        finally:
+            np.random.set_state(saved)
         np.testing.assert_array_equal(got, np.asarray(want, dtype=float))
 
 
