@@ -16,16 +16,18 @@ non-finite / diverging case; generic tests run over the rows:
 * NaN/inf input raises a clear error; a diverging setting returns ``Status.DIVERGED`` with a
   ``NotConvergedWarning``.
 
-A new paper adds its rows to ``OPTIMIZERS`` or ``SOLVERS``. Keep every problem tiny: the whole
-file runs in well under a minute on one core.
+A new paper adds its rows in ``tests/<slug>/common_rows.py`` (see ``_paper_rows``). Keep every
+problem tiny: the whole file runs in well under a minute on one core.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -655,6 +657,22 @@ def _coarsening_rows():
 
 SOLVERS: list[SolverInfo] = [*_dks_rows(), *_talda_rows(), *_markov_rows(), *_eot_rows(),
                              *_dnl_rows(), *_coarsening_rows()]
+
+
+def _paper_rows() -> None:
+    """Rows a paper keeps beside its own tests: ``tests/<slug>/common_rows.py`` defines
+    ``rows(Bad, SolverInfo, OptimInfo) -> (optimizer_rows, solver_rows)``; they join the one
+    table here (same generic tests, same ids namespace)."""
+    for path in sorted(Path(__file__).parent.glob("*/common_rows.py")):
+        spec = importlib.util.spec_from_file_location(f"_common_rows_{path.parent.name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        optimizers, solvers = mod.rows(Bad=Bad, SolverInfo=SolverInfo, OptimInfo=OptimInfo)
+        OPTIMIZERS.extend(optimizers)
+        SOLVERS.extend(solvers)
+
+
+_paper_rows()
 
 
 # --------------------------------------------------------------------------------------------
