@@ -358,7 +358,8 @@ def _dks_rows():
             bad.append(Bad("seed<0", lambda fn=fn, fixed=fixed: fn(_dks_graph(), 4, seed=-1, **fixed),
                            ValueError, rf"'seed' argument of {owner} must be an int in \[0, inf\]"))
         if owner in ("densest_k_subgraph", "se_frank_wolfe", "frank_wolfe", "adamw_dks") \
-                and not torch.cuda.is_available() and fixed.get("method", "se-fw") in ("se-fw", "fw", "adamw"):
+                and not torch.cuda.is_available() \
+                and fixed.get("method", "se-fw") in ("auto", "se-fw", "fw", "adamw"):
             bad.append(Bad("device=cuda without CUDA",
                            lambda fn=fn, fixed=fixed: fn(_dks_graph(), 4, device="cuda", **fixed),
                            ValueError, rf"'device' argument of {owner} must be 'cpu' or a CUDA device"))

@@ -140,7 +140,7 @@ def report(
 def dks(
     graph: Annotated[str, typer.Argument(help="edge list (.txt/.gz), .mtx or .csv file")],
     k: Annotated[int, typer.Option("-k", "--k", help="subgraph size")],
-    method: Annotated[str, typer.Option(help="se-fw | fw | adamw | peel | tpm | eigen | mip")] = "se-fw",
+    method: Annotated[str, typer.Option(help="auto (SE-FW and peeling, the denser) | se-fw | fw | adamw | peel | tpm | eigen | mip")] = "auto",
     lam: Annotated[float, typer.Option(help="diagonal loading lambda")] = 1.0,
     max_iter: Annotated[int, typer.Option(help="iteration budget")] = 200,
     seed: Annotated[int, typer.Option(help="seed (eigsh start vector, restarts)")] = 0,

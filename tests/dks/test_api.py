@@ -59,7 +59,7 @@ def test_k_equal_n_warns_and_returns_everything():
      r"The 'lam' argument of densest_k_subgraph must be a finite real number in \[0, inf\]\. Got -1\.0\."),
     (dict(k=5, lam=float("nan")), ValueError, r"The 'lam' argument of densest_k_subgraph must be a finite real"),
     (dict(k=5, method="simplex"), ValueError,
-     r"The 'method' argument of densest_k_subgraph must be one of 'se-fw', 'fw'"),
+     r"The 'method' argument of densest_k_subgraph must be one of 'auto', 'se-fw', 'fw'"),
     (dict(k=5, step="long"), ValueError, r"The 'step' argument of se_frank_wolfe must be one of 'short', 'exact'\. Got 'long'\."),
     (dict(k=5, max_iter=-1), ValueError, r"The 'max_iter' argument of se_frank_wolfe must be an int in \[0, inf\]"),
     (dict(k=5, gap_tol=-1e-3), ValueError, r"The 'gap_tol' argument of se_frank_wolfe must be"),
@@ -156,3 +156,31 @@ def test_networkx_self_loop_dropped_by_dks():
     with pytest.warns(UserWarning, match="dropped 1 self-loop"):
         res = densest_k_subgraph(g, 5, lam=10.0)
     assert res.fun > 0
+
+
+def test_default_is_never_worse_than_peeling():
+    """Issue 17 item 6: the default method returns the denser of SE-FW and greedy peeling.
+    On this planted G(n, p) (seed 2 of the quick reproduction's 150-node family) SE-FW with
+    k = 5 approaches a strict saddle and stops at its iteration cap with 9 edges, below
+    peeling's 10; the default must return peeling's subgraph and no not-converged warning."""
+    import warnings
+
+    from optzoo import NotConvergedWarning
+    from optzoo.dks import greedy_peeling, se_frank_wolfe
+    from optzoo.dks.repro.data import planted_graph
+
+    g = planted_graph("gnp", 150, 12, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fw = se_frank_wolfe(g, 5)
+    peel = greedy_peeling(g, 5)
+    assert fw.fun < peel.fun  # the case the default must cover
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = densest_k_subgraph(g, 5)
+    assert res.fun == peel.fun and res.extra["auto"]["chosen"] == "peel"
+    assert res.extra["auto"]["se-fw"]["fun"] == fw.fun
+    assert not [w for w in caught if issubclass(w.category, NotConvergedWarning)]
+    for graph, k in ((KARATE, 10), (nx.les_miserables_graph(), 8)):
+        auto = densest_k_subgraph(graph, k)
+        assert auto.fun == max(se_frank_wolfe(graph, k).fun, greedy_peeling(graph, k).fun)

@@ -10,7 +10,7 @@ import warnings
 __all__ = ["dks_command"]
 
 
-def dks_command(graph: str, k: int, method: str = "se-fw", lam: float = 1.0,
+def dks_command(graph: str, k: int, method: str = "auto", lam: float = 1.0,
                 as_json: bool = False, max_iter: int = 200, seed: int = 0) -> int:
     """Read ``graph``, solve DkS, print a summary (or one JSON object); return an exit code.
 
