@@ -630,15 +630,15 @@ def _coarsening_rows():
                             r"'adj' argument of fgc must be symmetric"),
                         Bad("X rows", lambda: run_fgc(X=np.ones((7, 2))), ValueError, r"'X' argument of fgc")],
                    nonfinite=Bad("X NaN", lambda: run_fgc(X=bad_X), ValueError,
-                                 r"'X' argument of fgc must be finite"),
+                                 r"'X' argument of fgc must contain only finite values"),
                    diverge={"alpha": 1e150}),
         SolverInfo("digc_update", run_digc, bad=upd_bad(run_digc, "digc_update"),
                    nonfinite=Bad("X_new NaN", lambda: run_digc(X_new=np.array([[np.nan, 1.0]])), ValueError,
-                                 r"'X_new' argument of digc_update must be finite"),
+                                 r"'X_new' argument of digc_update must contain only finite values"),
                    diverge=None),  # rows on the simplex: bounded
         SolverInfo("acnr_update", run_acnr, bad=upd_bad(run_acnr, "acnr_update"),
                    nonfinite=Bad("X_new inf", lambda: run_acnr(X_new=np.array([[np.inf, 1.0]])), ValueError,
-                                 r"'X_new' argument of acnr_update must be finite"),
+                                 r"'X_new' argument of acnr_update must contain only finite values"),
                    diverge=None),
         SolverInfo("DynamicCoarsener.fit", run_dc,
                    bad=[Bad("ratio=0", lambda: DynamicCoarsener(0.0), ValueError,
@@ -651,7 +651,7 @@ def _coarsening_rows():
                         Bad("features rows", lambda: run_dc(features=np.ones((5, 2))), ValueError,
                             r"'features' argument of DynamicCoarsener.fit")],
                    nonfinite=Bad("features NaN", lambda: run_dc(features=bad_X), ValueError,
-                                 r"'features' argument of DynamicCoarsener must be finite"),
+                                 r"'features' argument of DynamicCoarsener must contain only finite values"),
                    diverge={"fgc_options": {"alpha": 1e150}}),
     ]
 

@@ -27,7 +27,14 @@ import scipy.sparse as sp
 
 from optzoo._core.graph import read_graph
 from optzoo._core.result import Result
-from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
+from optzoo._core.validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_real,
+    check_type,
+    fail,
+)
 
 from .fgc import coarse_features, epsilon_certificate, fgc, hard_assignment, sparsify_rows
 from .updates import acnr_update, default_refine, digc_update
@@ -266,17 +273,10 @@ class DynamicCoarsener:
     def _check_features(self, X, d, name):
         if X is None:
             fail(name, _OWNER, "an array of node features", None, exc=TypeError)
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
-            fail(name, _OWNER, "a numeric array", type(X).__name__, exc=TypeError)
-        if X.ndim != 2:
-            fail(name, _OWNER, "a 2-D array (nodes x features)", f"shape {X.shape}")
+        X = check_array(name, X, owner=_OWNER, ndim=2, nonempty=False)  # nodes x features
         if d is not None and X.shape[1] != d:
             fail(name, _OWNER, f"an array with {d} feature columns (as at fit)",
                  f"{X.shape[1]} columns")
-        if not np.isfinite(X).all():
-            fail(name, _OWNER, "finite (no NaN or inf)", "non-finite values")
         return X
 
     def _index(self, ids, name, table):

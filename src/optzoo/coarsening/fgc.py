@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
-from optzoo._core.validation import check_int, check_real, fail
+from optzoo._core.validation import check_array, check_int, check_real, fail
 
 __all__ = [
     "fgc",
@@ -241,12 +241,8 @@ def fgc(adj, X, k: int, *, alpha: float = 1.0, beta: float = 0.1, gamma: float =
     t0 = time.perf_counter()
     adj = _check_adjacency(adj, owner=owner)
     L = laplacian(adj)
-    X = np.asarray(X, dtype=np.float64)
     p = L.shape[0]
-    if X.ndim != 2 or X.shape[0] != p:
-        fail("X", owner, f"a 2-D array with {p} rows (one per node)", f"shape {X.shape}")
-    if not np.isfinite(X).all():
-        fail("X", owner, "finite (no NaN or inf)", "non-finite values")
+    X = check_array("X", X, owner=owner, shape=(p, None))  # one row per node, finite
     k = check_int("k", k, owner=owner, low=1, high=p)
     for name, v in (("alpha", alpha), ("gamma", gamma)):
         check_real(name, v, owner=owner, low=0.0, closed="neither")

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
-from optzoo._core.validation import check_choice, check_int, check_real, fail
+from optzoo._core.validation import check_array, check_choice, check_int, check_real, fail
 
 from .fgc import project_rows_simplex
 
@@ -261,14 +261,8 @@ def _check_common(A, C_S, Xc, X_new, owner):
     p = A.shape[0]
     if A.shape != (p, p) or s > p:
         fail("A", owner, f"a square matrix with at least {s} rows (the survivors)", A.shape)
-    X_new = np.asarray(X_new, dtype=np.float64)
-    Xc = np.asarray(Xc, dtype=np.float64)
-    if X_new.shape != (p - s, Xc.shape[1]):
-        fail("X_new", owner, f"an array of shape ({p - s}, {Xc.shape[1]})", X_new.shape)
-    if not (np.isfinite(X_new).all() and np.isfinite(Xc).all()):
-        fail("X_new", owner, "finite (no NaN or inf)", "non-finite values")
-    if Xc.shape[0] != C_S.shape[1]:
-        fail("Xc", owner, f"an array with {C_S.shape[1]} rows (one per supernode)", Xc.shape)
+    Xc = check_array("Xc", Xc, owner=owner, shape=(C_S.shape[1], None))  # one row per supernode
+    X_new = check_array("X_new", X_new, owner=owner, shape=(p - s, Xc.shape[1]), nonempty=False)
     return Xc, X_new
 
 
