@@ -100,7 +100,7 @@ class Config:
 
 SCALES = {
     "smoke": Config(),
-    "quick": Config(seeds=6, datasets=("diabetes", "synthetic"), batches=(200, 20, 5),
+    "quick": Config(seeds=12, datasets=("diabetes", "synthetic"), batches=(200, 20, 5),
                     rhos=(0.1, 0.01, 0.001), bias_epochs=50, b_rhos=(0.1, 0.01), b_lr_lo=-4.0,
                     b_n_lr=5, hidden=32, b_epochs=10, c_n_source=1000, c_n_target=100, c_samples=4000, c_batch=50,
                     c_lr_mults=(0.3, 1.0, 3.0, 10.0)),

@@ -52,11 +52,11 @@ class Config:
 SCALES = {
     "smoke": Config(p2_eps=(), p3_eps=(0.0, 0.1), p4_gammas=(), n_eval=3, n_tune=2, grid=4,
                     max_calls=5_000, tuned=("talda", "gda", "agda"), seeds=2),
-    "quick": Config(n_eval=20, n_tune=3, grid=12, p4_eval=3, p4_max_calls=20_000, seeds=8),
+    "quick": Config(n_eval=20, n_tune=3, grid=12, p4_eval=3, p4_max_calls=20_000, seeds=16),
     "full": Config(p4_gammas=(2.0, 10.0, 100.0, 1000.0), n_eval=50, n_tune=10, grid=15,
                    max_calls=20_000, p4_eval=20, p4_tune=5, p4_grid=8,
                    p4_max_calls=50_000, p4_tuned=("talda", "gda", "agda", "eg", "ogda"),
-                   rank_deficient=True, seeds=10),
+                   rank_deficient=True, seeds=20),
 }
 
 
