@@ -59,6 +59,7 @@ PAPERS: tuple[Paper, ...] = (
           "The diagonally loaded relaxation is tight for lambda >= 1 and saddle-escaping Frank-Wolfe reaches an integral local maximiser in finitely many steps.",
           api=("densest_k_subgraph", "frank_wolfe", "se_frank_wolfe", "adamw_dks", "greedy_peeling",
                "mip_dks", "eigenvector_topk", "truncated_power", "random_restart_fw", "upper_bounds",
+               "swap_polish",
                "pairwise_round", "local_max_test", "read_graph", "Graph"),
           implemented=True),
     Paper(4, "comparison", "Finding stationary points by comparisons (classical and quantum oracle)",

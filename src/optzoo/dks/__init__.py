@@ -23,6 +23,7 @@ from optzoo.dks.baselines import (
     greedy_peeling,
     mip_dks,
     random_restart_fw,
+    swap_polish,
     truncated_power,
     upper_bounds,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "truncated_power",
     "random_restart_fw",
     "upper_bounds",
+    "swap_polish",
     "pairwise_round",
     "local_max_test",
     "read_graph",
