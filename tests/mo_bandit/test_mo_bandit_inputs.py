@@ -40,10 +40,10 @@ def test_ref_point_alone_gives_the_hypervolume():
 
 @pytest.mark.parametrize("kw, pattern", [
     (dict(ref_point=[1.0]), r"'ref_point' argument of divide_and_learn must be an array of "
-                            r"shape \(2,\), one value per objective\. Got \[1\.0\]\."),
+                            r"shape \(2,\)\. Got shape \(1,\)\."),
     (dict(ref_point=[1.0, 2.0, 3.0]), r"'ref_point' .* shape \(2,\)"),
-    (dict(ref_point=[np.nan, 1.0]), r"'ref_point' argument of divide_and_learn must be finite"),
-    (dict(ideal_point=[0.0, np.inf]), r"'ideal_point' argument of divide_and_learn must be finite"),
+    (dict(ref_point=[np.nan, 1.0]), r"'ref_point' argument of divide_and_learn must contain only finite values"),
+    (dict(ideal_point=[0.0, np.inf]), r"'ideal_point' argument of divide_and_learn must contain only finite values"),
     (dict(ref_point=[-1.0, -1.0], ideal_point=[0.0, 0.0]),
      r"'ref_point' argument of divide_and_learn must be worse than ideal_point"),
 ])

@@ -31,7 +31,14 @@ import numpy as np
 
 from optzoo._core.result import Result, Status
 from optzoo._core.rng import np_rng
-from optzoo._core.validation import check_bool, check_choice, check_int, check_real, fail
+from optzoo._core.validation import (
+    check_array,
+    check_bool,
+    check_choice,
+    check_int,
+    check_real,
+    fail,
+)
 
 from .bandit import BanditStats, construct, coverage, decompose, overlap_at, perturb
 from .metrics import hv_trace, hypervolume, nondominated_mask
@@ -202,16 +209,8 @@ def _solve_weight(problem, oracle, w, cfg, cap, rng, log):
 
 
 def _hv_point(name: str, value, m: int) -> np.ndarray:
-    """A reference or ideal point: m finite numbers (never broadcast from another length)."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        fail(name, OWNER, f"an array of {m} numbers (one per objective)", value, exc=TypeError)
-    if arr.shape != (m,):
-        fail(name, OWNER, f"an array of shape ({m},), one value per objective", value)
-    if not np.isfinite(arr).all():
-        fail(name, OWNER, "finite (no NaN or inf)", value)
-    return arr
+    """A reference or ideal point: m finite numbers, one per objective (never broadcast)."""
+    return check_array(name, value, owner=OWNER, shape=(m,))
 
 
 def divide_and_learn(problem, budget: int = 10_000, *, space=None, n_objectives=None, sense=None,
