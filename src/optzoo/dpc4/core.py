@@ -23,6 +23,9 @@ noise multiplier :math:`z_t`, :math:`\mathrm{clip}(v,C)=v\min(1,C/\|v\|)`.
     R2 = S2 + N(0, (z'_t 2 C2_t B)^2 I)     Delta = 2 C2_t B, q = 1 (e_t depends on every record)
     u_t = (R1 + R2) / B ;  e_{t+1} = e_t + (1/B) sum_i g_i - (S1 + S2) / B
 
+    Only R1 + R2 is released, so the two noises are drawn as one Gaussian of variance
+    (z_t C1_t)^2 + (z'_t 2 C2_t B)^2 (the same law); the ledger charges both mechanisms.
+
 DP-SGD (Opacus semantics): ``u_t = (sum_i clip(g_i, C_t) + N(0, (z_t C_t)^2 I)) / B``.
 The caller applies ``x <- x - lr_t u_t`` (the optimizers hand ``u_t`` to a wrapped torch
 optimizer as ``p.grad``). All functions broadcast over leading "config" dimensions (several
@@ -290,13 +293,15 @@ def dpc4_update(
     f2 = _factor(torch.linalg.vector_norm(mem, dim=-1), c2.to(dev))[..., None]
     s2 = B * (mem * f2)
     sens2 = 2.0 * c2 * B
-    xi1 = _gauss(s1, z * c1, generator)
-    xi2 = _gauss(s1, zf * sens2, generator)
-    u = (s1 + xi1 + s2 + xi2) / B
-    e = mem + g_sum / B - (s1 + s2) / B
+    # only R1 + R2 is released: one Gaussian draw with the summed variance has the same law as
+    # the two draws, and the ledger still charges both mechanisms (the sum is post-processing)
+    xi = _gauss(s1, torch.sqrt((z * c1) ** 2 + (zf * sens2) ** 2), generator)
     info = StepInfo((_split(s1, sizes, listed), _split(s2, sizes, listed)), (_top(c1), _top(sens2)),
                     (_top(z * c1), _top(zf * sens2)), ((_top(z), sample_rate), (_top(zf), 1.0)),
-                    _split((xi1 + xi2) / B, sizes, listed))
+                    _split(xi / B, sizes, listed))
+    s12 = s1 + s2
+    u = (s12 + xi).div_(B)
+    e = (g_sum - s12).div_(B).add_(mem)
     return _split(u, sizes, listed), DPC4State(state.step + 1, _split(e, sizes, listed), None), info
 
 
