@@ -144,7 +144,7 @@ PAPERS: tuple[Paper, ...] = (
           "ICML 2026", "2602.11346", "esha-singh/Divide-and-Learn", "official-code", "",
           "combinatorial optimizer",
           "Position-wise bandits reach most of the hypervolume of specialised solvers with few evaluations.",
-          api=("divide_and_learn", "bandit_regret", "DLConfig", "VARIANTS", "weight_vectors",
+          api=("divide_and_learn", "DivideAndLearn", "bandit_regret", "DLConfig", "VARIANTS", "weight_vectors",
                "MOProblem", "Permutation", "Binary", "Categorical", "Oracle", "BudgetExhausted",
                "bi_tsp", "tri_tsp", "mo_tsp", "bi_knapsack", "separable_categorical",
                "toy_accelerator", "hypervolume", "hv_ratio", "nondominated_mask"),
