@@ -1,0 +1,121 @@
+"""Solvers: the trust-region step, monotone invariance, descent and visits, budgets, ledger."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from optzoo import NotConvergedWarning, Status
+from optzoo.comparison import (
+    ComparisonOracle,
+    QuantumQueryLedger,
+    cma_minimize,
+    comparison_minimize,
+    iteration_budget,
+    nelder_mead_minimize,
+    trust_region_step,
+)
+from optzoo.comparison.repro.problems import cosine, ramp
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trust_region_step_is_the_constrained_minimiser(seed):
+    rng = np.random.default_rng(seed)
+    n = 4
+    B = rng.normal(size=(n, n))
+    M = B + B.T if seed % 2 else B @ B.T
+    g = rng.normal(size=n)
+    R = float(rng.uniform(0.1, 2.0))
+    s = trust_region_step(g, M, R)
+    model = lambda v: g @ v + 0.5 * v @ M @ v  # noqa: E731
+    assert np.linalg.norm(s) <= R * (1 + 1e-9)
+    Z = rng.normal(size=(20000, n))
+    Z = Z / np.linalg.norm(Z, axis=1, keepdims=True) * R * rng.uniform(0, 1, (20000, 1)) ** (1 / n)
+    vals = (Z @ g) + 0.5 * np.einsum("ki,ij,kj->k", Z, M, Z)
+    assert model(s) <= vals.min() + 1e-9
+
+
+def test_trust_region_hard_case():
+    M = np.diag([-1.0, 2.0])
+    s = trust_region_step(np.array([0.0, 1.0]), M, 1.0)
+    assert abs(np.linalg.norm(s) - 1.0) < 1e-9 and abs(s[0]) > 0.5
+
+
+PHIS = {"exp": np.exp, "cubic": lambda t: t ** 3 + t, "arctan": np.arctan}
+
+
+@pytest.mark.parametrize("phi", list(PHIS))
+def test_monotone_invariance_identical_trajectories(phi):
+    p = ramp(3, 0.1, seed=5)
+    tf = PHIS[phi]
+    runs = {}
+    for tag, f in (("f", p.f), ("phi", lambda Z: tf(p.f(Z)))):
+        out = []
+        for method in ("tr", "ngd"):
+            orc = ComparisonOracle(f, vectorized=True, seed=1)
+            out.append(comparison_minimize(orc, p.x0, eps=0.1, method=method, max_iter=6).trajectory)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append(cma_minimize(ComparisonOracle(f, vectorized=True), p.x0, sigma0=1.0,
+                                    max_iter=8, seed=2).trajectory)
+            out.append(nelder_mead_minimize(ComparisonOracle(f, vectorized=True), p.x0, max_iter=20).trajectory)
+        runs[tag] = out
+    for a, b in zip(runs["f"], runs["phi"], strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_ramp_iteration_counts_follow_the_exponents():
+    for eps in (0.3, 0.1):
+        p = ramp(2, eps, seed=0)
+        hit = lambda x, p=p, eps=eps: bool(p.grad_norm(x)[0] <= eps)  # noqa: E731
+        its = {}
+        for m in ("tr", "ngd"):
+            with pytest.warns(NotConvergedWarning, match="stopped by callback"):
+                res = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=eps, method=m,
+                                          delta_f=p.delta_f, callback=hit)
+            its[m] = res.nit
+        y1 = 1.0 / eps - math.atanh(0.5)
+        assert abs(its["tr"] - y1 / math.sqrt(eps)) <= 2      # steps of length sqrt(eps)
+        assert abs(its["ngd"] - y1 / (eps / 2)) <= 2          # steps of length eps / (2 L)
+
+
+def test_visits_on_the_benign_family_and_never_increases_f():
+    p = cosine(3, 0.1, seed=1)
+    orc = ComparisonOracle(p.f, vectorized=True)
+    with pytest.warns(NotConvergedWarning, match="stopped by callback"):
+        res = comparison_minimize(orc, p.x0, eps=0.1, L=p.L, rho=p.rho, delta_f=p.delta_f,
+                                  callback=lambda x: bool(p.grad_norm(x)[0] <= 0.1))
+    assert res.status is Status.USER_LIMIT
+    assert res.planned_iterations == iteration_budget("tr", eps=0.1, L=p.L, rho=p.rho, delta_f=p.delta_f)
+    assert res.nit < res.planned_iterations                  # visited within the planned budget
+    assert p.grad_norm(res.trajectory[-1:])[0] <= 0.1
+    assert np.all(np.diff(p.f(res.trajectory)) <= 1e-12)     # the safeguard: f never increases
+    assert res.comparisons_at[-1] == res.ncomparisons == orc.ncomparisons
+    short = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=0.1, max_iter=3)
+    assert short.status is Status.BUDGET and short.success and short.nit == 3
+
+
+def test_budget_exhaustion_is_a_status_and_a_warning():
+    orc = ComparisonOracle(lambda Z: (Z ** 2).sum(1), vectorized=True)
+    with pytest.warns(NotConvergedWarning, match="comparison budget 50"):
+        res = comparison_minimize(orc, np.ones(3), eps=0.01, budget=50)
+    assert res.status is Status.USER_LIMIT and not res.success
+
+
+def test_rounding_warning():
+    orc = ComparisonOracle(lambda x: 1e12 + float(np.sum(x ** 2)))
+    with pytest.warns(NotConvergedWarning, match="float64 rounding"):
+        comparison_minimize(orc, np.ones(2), eps=1e-3, max_iter=1)
+
+
+def test_simulated_ledger_totals_equal_the_formula():
+    p = ramp(4, 0.1, seed=0)
+    orc = ComparisonOracle(p.f, vectorized=True)
+    res = comparison_minimize(orc, p.x0, eps=0.1, max_iter=7, quantum_ledger=True)
+    led = res.quantum_ledger
+    assert led["label"].startswith("simulated")
+    per_it = math.ceil(math.log2(4 / 0.125)) + 4 * math.ceil(math.log2(8))
+    assert led["gradient"] + led["hessian"] == 7 * per_it
+    assert res.quantum_queries == led["total"] == 7 * per_it + led["safeguard"]
+    assert QuantumQueryLedger(n=4).charge_gradient(0.125) == 5
