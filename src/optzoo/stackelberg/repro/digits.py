@@ -1,0 +1,204 @@
+"""E3: scikit-learn's digits (1,797 x 64, shipped with scikit-learn, nothing downloaded).
+
+MLP 64 -> 128 -> 128 -> 10 (ReLU), cross-entropy, minibatch SGD (batch 64) for a fixed number
+of steps; the metric is the final cross-entropy on the whole training split (and test
+accuracy). Every method gets the same number of tuned configurations, tuned on its own
+split, initialisation and batch order (derived from the seed, never the evaluation ones); the
+selected configuration is then run once on the evaluation split, initialisation and order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from optzoo._core.rng import np_rng, torch_generator
+from optzoo.stackelberg import (
+    layer_decay_param_groups,
+    mup_sgd_param_groups,
+    stackelberg_param_groups,
+)
+
+__all__ = ["MLP", "grids", "load_split", "run_digits", "train_digits", "train_sgd_family"]
+
+LOSS_CAP = 10.0  # a diverged run's loss (above log 10 = 2.30, the loss of a uniform guess)
+MUP_BASE_WIDTH = 32  # muP base width (INFERRED); width multiplier 128 / 32 = 4
+
+
+class MLP(nn.Module):
+    def __init__(self, width=128, output_mult=1.0):
+        super().__init__()
+        self.fc1, self.fc2, self.out = nn.Linear(64, width), nn.Linear(width, width), nn.Linear(width, 10)
+        self.output_mult = output_mult
+
+    def forward(self, x):
+        h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
+        return self.out(h) * self.output_mult
+
+
+def load_split(seed, key):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    perm = np_rng(seed, "digits_split", key).permutation(len(y))
+    n_tr = int(round(0.7 * len(y)))
+    X = torch.tensor(X / 16.0, dtype=torch.float32)
+    y = torch.tensor(y, dtype=torch.long)
+    tr, te = perm[:n_tr], perm[n_tr:]
+    return X[tr], y[tr], X[te], y[te]
+
+
+def _model(seed, key, output_mult=1.0):
+    m = MLP(output_mult=output_mult)
+    g = torch_generator(seed, "digits_init", key)
+    with torch.no_grad():  # torch's default nn.Linear init, drawn from an explicit generator
+        for mod in (m.fc1, m.fc2, m.out):
+            b = 1.0 / math.sqrt(mod.in_features)
+            mod.weight.uniform_(-b, b, generator=g)
+            mod.bias.uniform_(-b, b, generator=g)
+    return m
+
+
+def grids(n_body=5):
+    """Every family's configurations (equal counts): non-uniform = body LR x ratio c."""
+    body = (0.01, 0.03, 0.1, 0.3, 1.0)[:n_body]
+    ratios = (1.0, 4.0, 16.0, 64.0)
+    n = len(body) * len(ratios)
+    return {
+        "nonuniform": [("nonuniform", b, c) for b in body for c in ratios],
+        "uniform": [("uniform", float(v), 1.0) for v in np.geomspace(0.01, 3.0, n)],
+        "adam": [("adam", float(v), 1.0) for v in np.geomspace(1e-4, 3e-2, n)],
+        "llrd": [("llrd", h, d) for h in (0.03, 0.1, 0.3, 1.0, 3.0)[:n_body]
+                 for d in (0.9, 0.75, 0.5, 0.25)],
+        "mup": [("mup", float(v), 1.0) for v in np.geomspace(0.01, 3.0, n)],
+    }
+
+
+def train_digits(conf, data, *, seed, key, steps, batch=64):
+    """Train one configuration; returns final train CE (capped), test accuracy, divergence."""
+    kind, lr, c = conf
+    Xtr, ytr, Xte, yte = data
+    r = 128 / MUP_BASE_WIDTH
+    model = _model(seed, key, output_mult=1.0 / r if kind == "mup" else 1.0)
+    if kind == "uniform":
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    elif kind == "nonuniform":
+        opt = torch.optim.SGD(stackelberg_param_groups(model, lr, c, head="out"))
+    elif kind == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+    elif kind == "llrd":
+        opt = torch.optim.SGD(layer_decay_param_groups(model, lr, decay=c))
+    elif kind == "mup":
+        opt = torch.optim.SGD(mup_sgd_param_groups(model, lr, width_mult=r))
+    else:
+        raise ValueError(f"unknown configuration kind {kind!r}")
+    g = torch_generator(seed, "digits_order", key)
+    n = len(ytr)
+    order = torch.cat([torch.randperm(n, generator=g) for _ in range(steps * batch // n + 1)])
+    lossf = nn.CrossEntropyLoss()
+    diverged = False
+    for t in range(steps):
+        idx = order[t * batch:(t + 1) * batch]
+        opt.zero_grad()
+        loss = lossf(model(Xtr[idx]), ytr[idx])
+        if not math.isfinite(lv := float(loss.detach())) or lv > 1e3:
+            diverged = True
+            break
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        full = float(lossf(model(Xtr), ytr)) if not diverged else float("nan")
+        acc = float((model(Xte).argmax(1) == yte).float().mean()) if not diverged else 0.0
+    if not math.isfinite(full) or full > LOSS_CAP:
+        diverged, full = True, LOSS_CAP
+    return {"loss": full, "test_acc": acc, "diverged": diverged}
+
+
+def _lr_table(confs, seed, key):
+    """(C, 6) per-parameter LRs of every SGD configuration, read from the param groups that the
+    library builds on the template MLP (fc1.w, fc1.b, fc2.w, fc2.b, out.w, out.b)."""
+    rows = []
+    for kind, lr, c in confs:
+        m = _model(seed, key)
+        if kind == "uniform":
+            groups = [{"params": list(m.parameters()), "lr": lr}]
+        elif kind == "nonuniform":
+            groups = stackelberg_param_groups(m, lr, c, head="out")
+        elif kind == "llrd":
+            groups = layer_decay_param_groups(m, lr, decay=c)
+        elif kind == "mup":
+            groups = mup_sgd_param_groups(m, lr, width_mult=128 / MUP_BASE_WIDTH)
+        else:
+            raise ValueError(f"not an SGD family: {kind!r}")
+        by = {id(p): g["lr"] for g in groups for p in g["params"]}
+        rows.append([by[id(p)] for p in m.parameters()])
+    return torch.tensor(rows, dtype=torch.float32)
+
+
+def train_sgd_family(confs, data, *, seed, key, steps, batch=64):
+    """Every SGD configuration of a family at once: C independent MLPs stacked along a batch
+    axis (same init, same batch order), each updated ``p -= lr_{c,p} * grad`` exactly as
+    ``torch.optim.SGD`` does with the configuration's param groups. A configuration whose loss
+    turns non-finite or > 1e3 is frozen and marked diverged. Returns one dict per configuration."""
+    Xtr, ytr, Xte, yte = data
+    C = len(confs)
+    lrs = _lr_table(confs, seed, key)
+    mult = torch.tensor([1.0 / (128 / MUP_BASE_WIDTH) if k == "mup" else 1.0 for k, _, _ in confs])
+    m = _model(seed, key)
+    ps = [p.detach().unsqueeze(0).repeat(C, *([1] * p.ndim)).requires_grad_(True)
+          for p in m.parameters()]
+
+    def forward(x):
+        w1, b1, w2, b2, w3, b3 = ps
+        h = torch.relu(torch.einsum("bi,coi->cbo", x, w1) + b1[:, None])
+        h = torch.relu(torch.einsum("cbi,coi->cbo", h, w2) + b2[:, None])
+        return (torch.einsum("cbi,coi->cbo", h, w3) + b3[:, None]) * mult[:, None, None]
+
+    g = torch_generator(seed, "digits_order", key)
+    n = len(ytr)
+    order = torch.cat([torch.randperm(n, generator=g) for _ in range(steps * batch // n + 1)])
+    alive = torch.ones(C, dtype=torch.bool)
+    for t in range(steps):
+        idx = order[t * batch:(t + 1) * batch]
+        out = forward(Xtr[idx])
+        loss_c = torch.stack([nn.functional.cross_entropy(out[c], ytr[idx]) for c in range(C)])
+        with torch.no_grad():
+            alive &= torch.isfinite(loss_c) & (loss_c <= 1e3)
+        if not bool(alive.any()):
+            break
+        grads = torch.autograd.grad(torch.where(alive, loss_c, 0.0).sum(), ps)
+        with torch.no_grad():
+            for j, (p, gr) in enumerate(zip(ps, grads, strict=True)):
+                step = (lrs[:, j] * alive).reshape(C, *([1] * (p.ndim - 1)))
+                p.sub_(step * torch.nan_to_num(gr))
+    res = []
+    with torch.no_grad():
+        out_tr, out_te = forward(Xtr), forward(Xte)
+        for c in range(C):
+            full = float(nn.functional.cross_entropy(out_tr[c], ytr)) if alive[c] else float("nan")
+            acc = float((out_te[c].argmax(1) == yte).float().mean()) if alive[c] else 0.0
+            div = not bool(alive[c]) or not math.isfinite(full) or full > LOSS_CAP
+            res.append({"loss": LOSS_CAP if div else full, "test_acc": acc, "diverged": div})
+    return res
+
+
+def run_digits(cfg, seed, progress):
+    tune_data, eval_data = load_split(seed, "tune"), load_split(seed, "eval")
+    fams = grids(cfg.n_body)
+    out = {"families": {}, "grid_sizes": {k: len(v) for k, v in fams.items()}}
+    for fam, confs in fams.items():
+        if fam == "adam":  # torch.optim.Adam, one configuration at a time
+            tune = [train_digits(cf, tune_data, seed=seed, key="tune", steps=cfg.steps) for cf in confs]
+        else:
+            tune = train_sgd_family(confs, tune_data, seed=seed, key="tune", steps=cfg.steps)
+        progress.advance()
+        best = min(range(len(confs)), key=lambda i: tune[i]["loss"])
+        ev = train_digits(confs[best], eval_data, seed=seed, key="eval", steps=cfg.steps)
+        out["families"][fam] = {"config": list(confs[best]), "loss": ev["loss"],
+                                "test_acc": ev["test_acc"], "diverged": ev["diverged"],
+                                "tune_losses": [t["loss"] for t in tune],
+                                "tune_diverged": int(sum(t["diverged"] for t in tune))}
+    return out
