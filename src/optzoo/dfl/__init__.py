@@ -1,0 +1,71 @@
+"""dfl: solver-free training for predict-then-optimize (ICML 2026, arXiv 2606.19587).
+
+Fidelity: **reconstructed**. Only the abstract is public; the paper's loss is unknown. The two
+solver-free losses shipped here are OUR candidates, derived from the abstract's stated
+properties (no solver call in training, Fisher consistency), and live in
+:mod:`optzoo.dfl.experimental`:
+
+* candidate A, :class:`~optzoo.dfl.experimental.DirectionalLoss`:
+  :math:`-c^\\top\\hat c/\\lVert\\hat c\\rVert` (Fisher consistent, needs only the costs);
+* candidate B, :class:`~optzoo.dfl.experimental.PoolSoftminLoss`: a softmin over the
+  pre-computed pool of optimal solutions (a smoothed ``contrastiveMAP``).
+
+Neither is "the paper's loss". The rest of the package is exact and independent of that
+question: licence-free PyEPO models on SciPy's HiGHS (:class:`LinearProgramModel`,
+:func:`shortest_path_model`, :func:`knapsack_model`), an exact enumeration oracle
+(:class:`FeasibleSetModel`), solver-call counting (:func:`count_solver_calls`), the one-off
+pre-computation (:func:`precompute`), regret (:func:`decision_regret`, and PyEPO's
+``pyepo.metric.regret`` in :func:`train_predictor`) and one training loop for every loss.
+
+The candidates are imported from ``optzoo.dfl.experimental`` on purpose: nothing under the
+paper's name until its equations are known.
+
+Example (shortest path, PyEPO data, candidate A; the block refuses any solver call)::
+
+    import pyepo, torch
+    from optzoo.dfl import count_solver_calls, precompute, shortest_path_model, train_predictor
+    from optzoo.dfl.experimental import DirectionalLoss
+    optmodel = shortest_path_model((5, 5))                       # HiGHS, no licence
+    x, c = pyepo.data.shortestpath.genData(1000, 5, (5, 5), deg=4, noise_width=0.5, seed=1)
+    train, calls, cpu = precompute(optmodel, x[:800], c[:800])   # one solve per instance
+    test, _, _ = precompute(optmodel, x[800:], c[800:])
+    res = train_predictor(torch.nn.Linear(5, 40), DirectionalLoss(optmodel), train,
+                          optmodel=optmodel, test_data=test, solver_free=True)
+    res.fun, res.nfev                                            # test regret, 0 solver calls
+"""
+
+from optzoo.dfl.models import (
+    FeasibleSetModel,
+    LinearProgramModel,
+    enumerate_grid_paths,
+    enumerate_knapsack,
+    grid_arcs,
+    knapsack_model,
+    pyepo_model,
+    shortest_path_model,
+)
+from optzoo.dfl.training import (
+    SolverCallCounter,
+    SolverCallError,
+    count_solver_calls,
+    decision_regret,
+    precompute,
+    train_predictor,
+)
+
+__all__ = [
+    "FeasibleSetModel",
+    "LinearProgramModel",
+    "SolverCallCounter",
+    "SolverCallError",
+    "count_solver_calls",
+    "decision_regret",
+    "enumerate_grid_paths",
+    "enumerate_knapsack",
+    "grid_arcs",
+    "knapsack_model",
+    "precompute",
+    "pyepo_model",
+    "shortest_path_model",
+    "train_predictor",
+]

@@ -1,0 +1,62 @@
+"""The reproduction: smoke run, JSON, one verdict per claim, and claims that can fail."""
+
+import json
+
+import numpy as np
+
+from optzoo.dfl import repro
+from optzoo.repro.claim import VERDICTS, NullProgress
+
+
+def test_smoke_reproduction(tmp_path):
+    cfg = repro.SCALES["smoke"]
+    assert 2 <= cfg.seeds <= 3 and repro.SCALES["quick"].seeds >= 5
+    per_seed = [repro.run(cfg, s, NullProgress()) for s in range(cfg.seeds)]
+    assert json.loads(json.dumps(per_seed, allow_nan=False)) == per_seed  # JSON-clean
+    again = repro.run(cfg, 0, NullProgress())
+    strip = [{k: v for k, v in r["methods"].items()} for r in again["regret"]]
+    assert [{m: d["test_regret"] for m, d in r.items()} for r in strip] == \
+        [{m: d["test_regret"] for m, d in r["methods"].items()} for r in per_seed[0]["regret"]]
+    verdicts = repro.judge(per_seed)
+    assert [v.claim for v in verdicts] == [c.id for c in repro.CLAIMS]
+    assert all(v.verdict in VERDICTS and v.summary and v.rule for v in verdicts)
+    assert all(("candidate A" in c.statement) or ("candidate B" in c.statement) or c.kind == "check"
+               for c in repro.CLAIMS)
+    assert not any("paper's loss" in c.statement for c in repro.CLAIMS)
+    paths = repro.figures(per_seed, tmp_path)
+    assert paths and all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def _synthetic(good: bool, n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        def r(v):
+            return float(v * np.exp(0.03 * rng.standard_normal()))
+
+        cand = 0.10 if good else 0.30
+        cells = []
+        for prob, deg in (("shortest_path", 4), ("knapsack", 6)):
+            ms = {"mse": r(0.2), "spo": r(0.1), "pfyl": r(0.11), "A": r(cand), "B": r(cand)}
+            cells.append({"problem": prob, "deg": deg,
+                          "methods": {m: {"test_regret": v, "loop_solver_calls": 0 if m in ("mse", "A", "B")
+                                          else 100} for m, v in ms.items()}})
+        fast = 0.01 if good else 0.5
+        timing = [{"problem": p, "precompute_cpu_s": r(0.1) if good else r(5.0),
+                   "methods": {m: {"loop_cpu_s": r(v), "epochs": 1,
+                                   "solver_calls": 0 if m in ("mse", "A", "B") else 9}
+                               for m, v in (("mse", 0.01), ("spo", 1.0), ("A", fast), ("B", fast))}}
+                  for p in ("shortest_path", "knapsack")]
+        out.append({"config": {"epochs": 20}, "regret": cells, "timing": timing})
+    return out
+
+
+def test_claims_can_hold_and_can_fail():
+    good = {v.claim: v.verdict for v in repro.judge(_synthetic(True))}
+    bad = {v.claim: v.verdict for v in repro.judge(_synthetic(False))}
+    for k in ("A", "B"):
+        for cid in (f"regret_competitive_{k}", f"beats_mse_misspecified_{k}", f"speed_{k}",
+                    f"speed_near_mse_{k}", f"speed_with_precompute_{k}"):
+            assert good[cid] == "reproduced", (cid, good[cid])
+            assert bad[cid] == "not reproduced", (cid, bad[cid])
+    assert good["solver_free"] == "passed"
