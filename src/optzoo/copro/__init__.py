@@ -1,0 +1,38 @@
+"""CoPro: constrained projection policy optimization for Pareto-front improvement (ICML 2026).
+
+Fidelity **reconstructed** (only the abstract is public): see ``docs/papers/copro.md`` for
+every inferred choice.
+
+* :func:`copro_e_step`: the batched closed-form E-step (q*, duals, per-group status);
+* :func:`copro_loss` / :class:`CoProLoss`: the M-step (weighted MLE + KL trust region);
+* :class:`CoProConfig` / :class:`CoProTrainer`: a TRL-style trainer for Hugging Face causal LMs;
+* :mod:`optzoo.copro.opamp`: the two-stage Miller op-amp benchmark (numpy; optional ngspice);
+* :mod:`optzoo.copro.baselines`: the group-RL advantages CoPro is compared with.
+"""
+
+from optzoo.copro.estep import (
+    STATUSES,
+    CoProEStep,
+    comparison_statistics,
+    copro_e_step,
+    dual_objective,
+)
+from optzoo.copro.loss import CoProLoss, copro_loss, k3_kl, tabular_m_step
+from optzoo.copro.opamp import OpAmpSpec, opamp_evaluate
+from optzoo.copro.trainer import CoProConfig, CoProTrainer
+
+__all__ = [
+    "STATUSES",
+    "CoProConfig",
+    "CoProEStep",
+    "CoProLoss",
+    "CoProTrainer",
+    "OpAmpSpec",
+    "comparison_statistics",
+    "copro_e_step",
+    "copro_loss",
+    "dual_objective",
+    "k3_kl",
+    "opamp_evaluate",
+    "tabular_m_step",
+]
