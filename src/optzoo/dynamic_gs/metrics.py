@@ -1,0 +1,56 @@
+"""Image metrics: PSNR and SSIM of images in [0, 1].
+
+``torchmetrics`` (``peak_signal_noise_ratio``, ``structural_similarity_index_measure``) is
+used when it is installed; otherwise our implementation of the same definitions (Wang et al.
+2004: 11x11 Gaussian window, sigma 1.5, K1 = 0.01, K2 = 0.03, data range 1, valid-region
+mean, as torchmetrics computes it). :data:`BACKEND` says which one is in use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+from torch import Tensor
+
+__all__ = ["BACKEND", "psnr", "ssim", "ssim_tensor"]
+
+BACKEND = "torchmetrics" if importlib.util.find_spec("torchmetrics") else "optzoo"
+
+
+def psnr(img: Tensor, ref: Tensor) -> float:
+    """PSNR in dB, data range 1."""
+    mse = float(((img.detach() - ref.detach()) ** 2).mean())
+    return 10.0 * torch.log10(torch.tensor(1.0 / max(mse, 1e-12))).item()
+
+
+def _gauss(size: int = 11, sigma: float = 1.5, dtype=torch.float64) -> Tensor:
+    x = torch.arange(size, dtype=dtype) - (size - 1) / 2
+    g = torch.exp(-(x ** 2) / (2 * sigma ** 2))
+    return g / g.sum()
+
+
+def ssim_tensor(img: Tensor, ref: Tensor) -> Tensor:
+    """Differentiable SSIM (our implementation) of ``[H, W, C]`` images; a 0-d tensor."""
+    x = img.permute(2, 0, 1)[None]
+    y = ref.permute(2, 0, 1)[None]
+    c = x.shape[1]
+    g = _gauss(dtype=x.dtype).to(x.device)
+    w = (g[:, None] * g[None, :]).expand(c, 1, 11, 11)
+    f = lambda t: torch.nn.functional.conv2d(t, w, groups=c)  # noqa: E731
+    mx, my = f(x), f(y)
+    sxx, syy, sxy = f(x * x) - mx ** 2, f(y * y) - my ** 2, f(x * y) - mx * my
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    s = ((2 * mx * my + c1) * (2 * sxy + c2)) / ((mx ** 2 + my ** 2 + c1) * (sxx + syy + c2))
+    return s.mean()
+
+
+def ssim(img: Tensor, ref: Tensor) -> float:
+    """SSIM of ``[H, W, C]`` images in [0, 1] (window 11, sigma 1.5; images >= 11 px)."""
+    if BACKEND == "torchmetrics":  # pragma: no cover - optional dependency
+        from torchmetrics.functional.image import structural_similarity_index_measure
+
+        x = img.detach().permute(2, 0, 1)[None].double()
+        y = ref.detach().permute(2, 0, 1)[None].double()
+        return float(structural_similarity_index_measure(x, y, data_range=1.0))
+    return float(ssim_tensor(img.detach().double(), ref.detach().double()))
