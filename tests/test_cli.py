@@ -1,3 +1,4 @@
+import pytest
 from typer.testing import CliRunner
 
 from optzoo.cli import app
@@ -12,14 +13,26 @@ def test_list_shows_all_papers():
         assert slug in res.output
 
 
-def test_show_unknown_and_not_implemented():
+@pytest.fixture
+def copro_not_implemented(monkeypatch):
+    """Every paper is implemented now: the not-implemented paths run on a row marked so."""
+    import dataclasses
+
+    import optzoo.papers as papers
+
+    rows = tuple(dataclasses.replace(p, implemented=False, api=()) if p.slug == "copro" else p
+                 for p in papers.PAPERS)
+    monkeypatch.setattr(papers, "PAPERS", rows)
+
+
+def test_show_unknown_and_not_implemented(copro_not_implemented):
     res = runner.invoke(app, ["show", "nope"])
     assert res.exit_code == 2 and "Unknown paper slug" in res.output
     res = runner.invoke(app, ["show", "copro"], terminal_width=200)
     assert res.exit_code == 0 and "not implemented yet" in res.output
 
 
-def test_reproduce_rejects_bad_scale_and_unimplemented_paper():
+def test_reproduce_rejects_bad_scale_and_unimplemented_paper(copro_not_implemented):
     res = runner.invoke(app, ["reproduce", "dks", "--scale", "huge"])
     assert res.exit_code != 0 and "huge" in res.output
     res = runner.invoke(app, ["reproduce", "copro"])
