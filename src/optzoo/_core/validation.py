@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "fail",
+    "joint_group_options",
     "check_array",
     "check_bool",
     "check_choice",
@@ -41,6 +42,18 @@ def message(name: str, owner: str, rule: str, value: Any) -> str:
 def fail(name: str, owner: str, rule: str, value: Any, *, exc: type[Exception] = ValueError):
     """Raise ``exc`` with the standard message (use for rules the helpers do not cover)."""
     raise exc(message(name, owner, rule, value))
+
+
+def joint_group_options(param_groups: list[dict], keys: tuple[str, ...], *, owner: str) -> dict:
+    """The options an optimizer applies jointly over all its parameters (one joint random
+    direction, say): they must be equal in every param group; returns them from the first."""
+    first = param_groups[0]
+    for group in param_groups[1:]:
+        for key in keys:
+            if group[key] != first[key]:
+                fail(key, owner, "the same in every param group (one joint direction over all "
+                     "parameters)", group[key])
+    return {key: first[key] for key in keys}
 
 
 def _bounds_text(low, high, closed: str) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from optzoo._core.rng import np_rng, torch_generator
-from optzoo._core.validation import check_int, check_real, fail
+from optzoo._core.validation import check_int, check_real, fail, joint_group_options
 from optzoo.markov_zo.zo import _check_common, mlmc_weights, zo_coefficient
 
 __all__ = ["MarkovZOSGD"]
@@ -90,13 +90,7 @@ class MarkovZOSGD(torch.optim.Optimizer):
         return [p for g in self.param_groups for p in g["params"]]
 
     def _shared(self) -> dict:
-        first = self.param_groups[0]
-        for g in self.param_groups[1:]:
-            for key in _JOINT:
-                if g[key] != first[key]:
-                    fail(key, _OWNER, "the same in every param group (one joint direction over "
-                         "all parameters)", g[key])
-        return {key: first[key] for key in _JOINT}
+        return joint_group_options(self.param_groups, _JOINT, owner=_OWNER)
 
     def state_dict(self) -> dict:
         """torch's state_dict plus what is not per parameter: the step and call counters, the

@@ -26,7 +26,7 @@ import torch
 
 from optzoo._core.result import NotConvergedWarning
 from optzoo._core.rng import derive_seed
-from optzoo._core.validation import check_choice, check_int, check_real, fail
+from optzoo._core.validation import check_choice, check_int, check_real, fail, joint_group_options
 
 __all__ = ["DISTRIBUTIONS", "ZOSGD", "zo_directions", "zo_sgd_update"]
 
@@ -141,13 +141,7 @@ class ZOSGD(torch.optim.Optimizer):
         return [p for g in self.param_groups for p in g["params"]]
 
     def _shared(self) -> dict:
-        first = self.param_groups[0]
-        for g in self.param_groups[1:]:
-            for key in _JOINT:
-                if g[key] != first[key]:
-                    fail(key, _OWNER, "the same in every param group (one joint direction over "
-                         "all parameters)", g[key])
-        return {key: first[key] for key in _JOINT}
+        return joint_group_options(self.param_groups, _JOINT, owner=_OWNER)
 
     def _counters(self) -> dict:
         # the step counter drives the direction stream; it lives in self.state so state_dict
