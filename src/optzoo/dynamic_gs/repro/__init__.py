@@ -102,7 +102,6 @@ def _mult(arm: str, motion: str) -> float:
 
 
 def run(config: Config, seed: int, progress) -> dict:
-    torch.manual_seed(0)  # nothing below draws from torch's global generator; belt and braces
     out = {"motions": {}}
     total = len(config.motions) * len(config.arms) * config.steps
     progress.start(total, "dynamic_gs arms")
