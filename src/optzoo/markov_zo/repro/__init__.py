@@ -123,7 +123,7 @@ QUICK_BUDGET = 50_000
 SCALES = {
     "smoke": Config(dims=(10, 20), taus=(1, 3, 30), budget=3000, reps=2, tune_reps=2,
                     var_reps=800, var_cells=((10, 1, 8), (10, 30, 8)), api_check=False, seeds=2),
-    "quick": Config(budget=QUICK_BUDGET, seeds=10),
+    "quick": Config(budget=QUICK_BUDGET, seeds=16),
     "full": Config(dims=(10, 50, 200), taus=(1, 3, 10, 30, 100, 300, 1000), budget=200_000,
                    reps=8, tune_reps=4, var_reps=20_000, seeds=20),
 }
