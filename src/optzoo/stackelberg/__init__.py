@@ -10,8 +10,9 @@ only; every inferred choice is listed in ``docs/papers/stackelberg.md``).
   the reduced objective Phi(theta) = L(theta, W*(theta)).
 * :func:`curvature`, :func:`hessian_top_eig`: lambda_max of Hess Phi and Hess L by Lanczos or
   power iteration on ``torch.func`` HVPs.
-* Baselines without an installed library: :func:`layer_decay_param_groups` (timm-style LLRD),
-  :func:`mup_sgd_param_groups` (muP's SGD rule).
+* Stand-ins for per-layer LR libraries that may be absent: :func:`layer_decay_param_groups`
+  (timm-style LLRD; timm needs torchvision), :func:`mup_sgd_param_groups` (muP's SGD rule; the
+  reproduction uses the real ``mup.MuSGD`` when ``mup`` is installed).
 """
 
 from optzoo.stackelberg.baselines import layer_decay_param_groups, mup_sgd_param_groups

@@ -1,19 +1,21 @@
-"""Per-layer learning-rate baselines the Stackelberg ratio is compared with.
-
-Neither ``timm`` nor ``mup`` is installed in optzoo's environment, so both rules are given
-here as parameter groups (used through the real ``torch.optim.SGD``) and labelled as
-stand-ins in the reproduction:
+"""Per-layer learning-rate rules the Stackelberg ratio is compared with, as parameter groups
+for the real ``torch.optim.SGD``: stand-ins for libraries that may be absent.
 
 * :func:`layer_decay_param_groups`: layer-wise LR decay as in timm's
   ``param_groups_layer_decay`` (the head has the full LR, the layer ``k`` places below it
   ``lr * decay**k``). When timm is importable and the model has timm's ``group_matcher``,
-  timm's own function is used.
+  timm's own function is used. timm 1.0.31 does not import in optzoo's environment: its
+  ``timm.layers`` imports ``torchvision`` unconditionally, and PyPI's torchvision does not
+  import beside the CPU build of torch that optzoo pins, so the reproduction uses this rule.
 * :func:`mup_sgd_param_groups`: muP's SGD rule for a stack of ``nn.Linear`` layers, as
   ``mup.MuSGD`` applies it with width multiplier ``r = width / base_width`` (Yang et al.
   2022): parameters with one width-like dimension (input weights, hidden biases, the readout
   weight) get ``lr * r``; hidden matrices (both dimensions width-like, ratio 1) get ``lr``;
-  the readout bias keeps ``lr``. muP also multiplies the readout's output by ``1 / r``
-  (``MuReadout``): the model must do that itself.
+  the readout bias keeps ``lr``. muP also multiplies the readout's input by ``1 / r``
+  (``MuReadout``) and rescales the initialisation (``set_base_shapes``): the model must do
+  both itself. The reproduction uses the real ``mup`` (``pip install --no-deps mup==1.0.0``)
+  when it imports and this rule only as a labelled fallback; a test checks that the two give
+  the same learning rates, initialisation and outputs.
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ def layer_decay_param_groups(model: nn.Module, lr: float, *, decay: float = 0.75
 def mup_sgd_param_groups(model: nn.Module, lr: float, *, width_mult: float) -> list[dict]:
     """muP SGD groups for a stack of ``nn.Linear`` layers (first = input, last = readout).
 
-    ``width_mult``: width / base width (> 0). The model must scale its readout output by
-    ``1 / width_mult`` (muP's ``MuReadout``)."""
+    ``width_mult``: width / base width (> 0). The model must scale its readout's input by
+    ``1 / width_mult`` (muP's ``MuReadout``) and rescale its init as ``mup.set_base_shapes``
+    does (readout weight and bias, and biases of layers with a width-like fan-in, by
+    ``sqrt(width_mult)``)."""
     owner = "mup_sgd_param_groups"
     lr = check_real("lr", lr, owner=owner, low=0.0, closed="neither")
     r = check_real("width_mult", width_mult, owner=owner, low=0.0, closed="neither")

@@ -69,7 +69,7 @@ CLAIMS = [
           "simultaneous), measured on E1"),
     Claim("cartpole_head_ratio",
           "In REINFORCE on CartPole a faster policy head (tuned c > 1) reaches a higher mean "
-          "return than c = 1 at the same body LR and environment steps.",
+          "return than c = 1 at the same body LR and number of episodes.",
           "mean episode return over training, tuned c > 1 minus c = 1",
           direction="greater", threshold=0.0, source="abstract (RL experiments); spec C4 (E4, "
           "full scale only)"),
@@ -109,7 +109,7 @@ SCALES = {
     "quick": Config(seeds=6),
     "full": Config(iters=4000, ratios=(2.0, 3.0, 5.0, 10.0, 20.0, 30.0, 50.0, 100.0),
                    curv_steps=(0, 10, 50, 200, 1000), record=tuple(range(0, 4001, 10)),
-                   cartpole_episodes=300, seeds=10),
+                   cartpole_episodes=200, seeds=10),
 }
 
 
@@ -182,11 +182,14 @@ def judge(per_seed: list[dict]) -> list[Verdict]:
         f"non-uniform {np.mean([f['nonuniform']['test_acc'] for f in fam]):.4f} vs uniform "
         f"{np.mean([f['uniform']['test_acc'] for f in fam]):.4f}")
     nums["digits_nonuniform_vs_uniform"] = {"chosen_c": chosen_c}
+    impls = sorted({r["digits"].get("mup_impl", "stand-in") for r in per_seed})
+    mup_name = ("muP SGD rule (stand-in: mup not installed)" if impls == ["stand-in"] else
+                f"muP ({impls[0]} MuSGD + MuReadout)" if len(impls) == 1 else
+                f"muP (mixed across seeds: {', '.join(impls)})")
     ev["digits_nonuniform_vs_references"] = {
         name: paired([f[key]["loss"] for f in fam], nonu, "logratio")
-        for name, key in (("Adam (torch)", "adam"), ("muP SGD rule (stand-in: mup not installed)",
-                                                     "mup"),
-                          ("layer decay (stand-in: timm not installed)", "llrd"))}
+        for name, key in (("Adam (torch)", "adam"), (mup_name, "mup"),
+                          ("layer decay (stand-in: timm needs torchvision)", "llrd"))}
     sim = [_g(r, f"simultaneous_{r['plateau']['c_simultaneous']:g}") for r in per_seed]
     ev["simultaneous_speedup"] = paired(sim, u, "logratio")
     if all("cartpole" in r for r in per_seed):
@@ -248,4 +251,13 @@ def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
     ax.set_xticks(range(1, len(names) + 1), names, rotation=20)
     ax.set(ylabel="log10 final train CE (evaluation run)", title="E3 best-of-grid per family")
     paths.append(save_figure(fig, outdir / "digits_families.png", dpi=90))
+    if all("cartpole" in r for r in per_seed):  # E4, full scale only
+        fig, ax = new_figure(figsize=(5.0, 3.5))
+        for key, col, lab in (("curve_base", "C0", "c = 1"), ("curve_best", "C3", "tuned c*")):
+            cur = np.array([r["cartpole"][key] for r in per_seed], dtype=float)
+            ax.plot(10 * np.arange(cur.shape[1]), cur.mean(0), color=col, label=lab)
+        ax.set(xlabel="episode (every 10th)", ylabel="episode return (mean over seeds)",
+               title="E4 REINFORCE on CartPole-v1")
+        ax.legend(fontsize=7)
+        paths.append(save_figure(fig, outdir / "cartpole_returns.png", dpi=90))
     return paths

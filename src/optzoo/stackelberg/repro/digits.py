@@ -5,10 +5,17 @@ of steps; the metric is the final cross-entropy on the whole training split (and
 accuracy). Every method gets the same number of tuned configurations, tuned on its own
 split, initialisation and batch order (derived from the seed, never the evaluation ones); the
 selected configuration is then run once on the evaluation split, initialisation and order.
+
+The muP reference is the real ``mup`` package when it imports (``mup.MuReadout`` readout,
+``mup.set_base_shapes`` against a width-32 base model, ``mup.MuSGD``); without it, a labelled
+stand-in with the same rules (:func:`optzoo.stackelberg.mup_sgd_param_groups`, the readout
+input scaled by 1 / width_mult, and set_base_shapes' init rescaling) is used. The layer-decay
+reference is always the stand-in: timm 1.0.31 does not import without torchvision.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -22,21 +29,44 @@ from optzoo.stackelberg import (
     stackelberg_param_groups,
 )
 
-__all__ = ["MLP", "grids", "load_split", "run_digits", "train_digits", "train_sgd_family"]
+__all__ = ["MLP", "grids", "load_split", "mup_impl", "mup_optimizer", "run_digits",
+           "train_digits", "train_sgd_family"]
 
 LOSS_CAP = 10.0  # a diverged run's loss (above log 10 = 2.30, the loss of a uniform guess)
+WIDTH = 128
 MUP_BASE_WIDTH = 32  # muP base width (INFERRED); width multiplier 128 / 32 = 4
+MUP_R = WIDTH / MUP_BASE_WIDTH
+
+
+@functools.lru_cache(maxsize=1)
+def mup_impl() -> str:
+    """Which muP reference the reproduction uses: ``"mup <version>"`` when the real package
+    imports, else ``"stand-in"``."""
+    try:
+        import mup  # noqa: F401
+    except ImportError:
+        return "stand-in"
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mup {version('mup')}"
+    except PackageNotFoundError:  # importable but without metadata
+        return "mup"
 
 
 class MLP(nn.Module):
-    def __init__(self, width=128, output_mult=1.0):
+    """64 -> width -> width -> 10 ReLU MLP. ``readout`` builds the last layer (``nn.Linear``,
+    or ``mup.MuReadout`` for muP); ``readout_scale`` multiplies the readout's input (the
+    stand-in for MuReadout's ``x / width_mult``)."""
+
+    def __init__(self, width=WIDTH, readout=nn.Linear, readout_scale=1.0):
         super().__init__()
-        self.fc1, self.fc2, self.out = nn.Linear(64, width), nn.Linear(width, width), nn.Linear(width, 10)
-        self.output_mult = output_mult
+        self.fc1, self.fc2, self.out = nn.Linear(64, width), nn.Linear(width, width), readout(width, 10)
+        self.readout_scale = readout_scale
 
     def forward(self, x):
         h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
-        return self.out(h) * self.output_mult
+        return self.out(h * self.readout_scale if self.readout_scale != 1.0 else h)
 
 
 def load_split(seed, key):
@@ -51,8 +81,7 @@ def load_split(seed, key):
     return X[tr], y[tr], X[te], y[te]
 
 
-def _model(seed, key, output_mult=1.0):
-    m = MLP(output_mult=output_mult)
+def _init(m, seed, key):
     g = torch_generator(seed, "digits_init", key)
     with torch.no_grad():  # torch's default nn.Linear init, drawn from an explicit generator
         for mod in (m.fc1, m.fc2, m.out):
@@ -60,6 +89,36 @@ def _model(seed, key, output_mult=1.0):
             mod.weight.uniform_(-b, b, generator=g)
             mod.bias.uniform_(-b, b, generator=g)
     return m
+
+
+def _model(seed, key, mup=False):
+    """The MLP with the seed's init; ``mup=True``: the muP model (the real ``mup`` when it
+    imports: MuReadout and set_base_shapes, which rescales the readout by sqrt(r) and the
+    biases of width-fan-in layers by sqrt(r); else the stand-in doing the same)."""
+    if not mup:
+        return _init(MLP(), seed, key)
+    if mup_impl() != "stand-in":
+        import mup as mup_lib
+
+        m = _init(MLP(readout=mup_lib.MuReadout), seed, key)
+        with torch.device("meta"):  # the base model only lends its shapes
+            base = MLP(width=MUP_BASE_WIDTH, readout=mup_lib.MuReadout)
+        return mup_lib.set_base_shapes(m, {n: p.shape for n, p in base.named_parameters()})
+    m = _init(MLP(readout_scale=1.0 / MUP_R), seed, key)
+    with torch.no_grad():
+        for t in (m.out.weight, m.out.bias, m.fc2.bias):
+            t.mul_(MUP_R ** 0.5)
+    return m
+
+
+def mup_optimizer(model, lr):
+    """``mup.MuSGD`` on a model from ``_model(..., mup=True)``, or the stand-in's
+    ``torch.optim.SGD`` over :func:`mup_sgd_param_groups` when mup is absent."""
+    if mup_impl() != "stand-in":
+        import mup as mup_lib
+
+        return mup_lib.MuSGD(model.parameters(), lr=lr)
+    return torch.optim.SGD(mup_sgd_param_groups(model, lr, width_mult=MUP_R))
 
 
 def grids(n_body=5):
@@ -81,8 +140,7 @@ def train_digits(conf, data, *, seed, key, steps, batch=64):
     """Train one configuration; returns final train CE (capped), test accuracy, divergence."""
     kind, lr, c = conf
     Xtr, ytr, Xte, yte = data
-    r = 128 / MUP_BASE_WIDTH
-    model = _model(seed, key, output_mult=1.0 / r if kind == "mup" else 1.0)
+    model = _model(seed, key, mup=kind == "mup")
     if kind == "uniform":
         opt = torch.optim.SGD(model.parameters(), lr=lr)
     elif kind == "nonuniform":
@@ -92,7 +150,7 @@ def train_digits(conf, data, *, seed, key, steps, batch=64):
     elif kind == "llrd":
         opt = torch.optim.SGD(layer_decay_param_groups(model, lr, decay=c))
     elif kind == "mup":
-        opt = torch.optim.SGD(mup_sgd_param_groups(model, lr, width_mult=r))
+        opt = mup_optimizer(model, lr)
     else:
         raise ValueError(f"unknown configuration kind {kind!r}")
     g = torch_generator(seed, "digits_order", key)
@@ -119,10 +177,11 @@ def train_digits(conf, data, *, seed, key, steps, batch=64):
 
 def _lr_table(confs, seed, key):
     """(C, 6) per-parameter LRs of every SGD configuration, read from the param groups that the
-    library builds on the template MLP (fc1.w, fc1.b, fc2.w, fc2.b, out.w, out.b)."""
+    library (or ``mup.MuSGD``) builds on the template MLP (fc1.w, fc1.b, fc2.w, fc2.b, out.w,
+    out.b)."""
     rows = []
     for kind, lr, c in confs:
-        m = _model(seed, key)
+        m = _model(seed, key, mup=kind == "mup")
         if kind == "uniform":
             groups = [{"params": list(m.parameters()), "lr": lr}]
         elif kind == "nonuniform":
@@ -130,7 +189,7 @@ def _lr_table(confs, seed, key):
         elif kind == "llrd":
             groups = layer_decay_param_groups(m, lr, decay=c)
         elif kind == "mup":
-            groups = mup_sgd_param_groups(m, lr, width_mult=128 / MUP_BASE_WIDTH)
+            groups = mup_optimizer(m, lr).param_groups
         else:
             raise ValueError(f"not an SGD family: {kind!r}")
         by = {id(p): g["lr"] for g in groups for p in g["params"]}
@@ -141,21 +200,23 @@ def _lr_table(confs, seed, key):
 def train_sgd_family(confs, data, *, seed, key, steps, batch=64):
     """Every SGD configuration of a family at once: C independent MLPs stacked along a batch
     axis (same init, same batch order), each updated ``p -= lr_{c,p} * grad`` exactly as
-    ``torch.optim.SGD`` does with the configuration's param groups. A configuration whose loss
+    ``torch.optim.SGD`` (or ``mup.MuSGD``) does with the configuration's param groups; muP
+    configurations start from the muP init and scale the readout input by 1 / width_mult. A configuration whose loss
     turns non-finite or > 1e3 is frozen and marked diverged. Returns one dict per configuration."""
     Xtr, ytr, Xte, yte = data
     C = len(confs)
     lrs = _lr_table(confs, seed, key)
-    mult = torch.tensor([1.0 / (128 / MUP_BASE_WIDTH) if k == "mup" else 1.0 for k, _, _ in confs])
-    m = _model(seed, key)
-    ps = [p.detach().unsqueeze(0).repeat(C, *([1] * p.ndim)).requires_grad_(True)
-          for p in m.parameters()]
+    mult = torch.tensor([1.0 / MUP_R if k == "mup" else 1.0 for k, _, _ in confs])
+    init = {k: [p.detach() for p in _model(seed, key, mup=k == "mup").parameters()]
+            for k in {"mup" if k == "mup" else "sp" for k, _, _ in confs}}
+    ps = [torch.stack([init["mup" if k == "mup" else "sp"][j] for k, _, _ in confs])
+          .requires_grad_(True) for j in range(6)]
 
     def forward(x):
         w1, b1, w2, b2, w3, b3 = ps
         h = torch.relu(torch.einsum("bi,coi->cbo", x, w1) + b1[:, None])
         h = torch.relu(torch.einsum("cbi,coi->cbo", h, w2) + b2[:, None])
-        return (torch.einsum("cbi,coi->cbo", h, w3) + b3[:, None]) * mult[:, None, None]
+        return torch.einsum("cbi,coi->cbo", h * mult[:, None, None], w3) + b3[:, None]
 
     g = torch_generator(seed, "digits_order", key)
     n = len(ytr)
@@ -188,7 +249,8 @@ def train_sgd_family(confs, data, *, seed, key, steps, batch=64):
 def run_digits(cfg, seed, progress):
     tune_data, eval_data = load_split(seed, "tune"), load_split(seed, "eval")
     fams = grids(cfg.n_body)
-    out = {"families": {}, "grid_sizes": {k: len(v) for k, v in fams.items()}}
+    out = {"families": {}, "grid_sizes": {k: len(v) for k, v in fams.items()},
+           "mup_impl": mup_impl()}
     for fam, confs in fams.items():
         if fam == "adam":  # torch.optim.Adam, one configuration at a time
             tune = [train_digits(cf, tune_data, seed=seed, key="tune", steps=cfg.steps) for cf in confs]
