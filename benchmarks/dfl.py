@@ -1,6 +1,6 @@
 """dfl benchmark: training-epoch CPU time of the solver-free candidates A and B (INFERRED, ours)
-against PyEPO's SPO+ and PFYL on the same data, model and batches, with SciPy's HiGHS LP on
-PyEPO's 5x5 shortest path (the anchor: ``pyepo.func.SPOPlus``); then test regret at equal
+against PyEPO's SPO+, PFYL, DBB and NCE (solve_ratio 0.05) on the same data, model and
+batches, with SciPy's HiGHS LP on PyEPO's 5x5 shortest path (the anchor: ``pyepo.func.SPOPlus``); then test regret at equal
 CPU time (each method trains until it has used SPO+'s CPU time of ``--epochs`` epochs).
 
 ``python -m benchmarks dfl [--n 1000] [--epochs 3] [--deg 4] [--pfyl-samples 3]``.
@@ -16,6 +16,15 @@ import time
 from pathlib import Path
 
 
+def _nce(pyepo, m, train):
+    """PyEPO's NCE with solve_ratio 0.05 (the solver-light arm), its coin seeded."""
+    import numpy as np
+
+    mod = pyepo.func.noiseContrastiveEstimation(m, processes=1, solve_ratio=0.05, dataset=train)
+    mod._branch_rng = np.random.RandomState(0)
+    return mod
+
+
 def main(argv=None) -> int:
     import pyepo
     import torch
@@ -23,6 +32,7 @@ def main(argv=None) -> int:
     from optzoo._core.io import atomic_write_json, environment_manifest
     from optzoo.dfl import precompute, shortest_path_model, train_predictor
     from optzoo.dfl.experimental import DirectionalLoss, PoolSoftminLoss
+    from optzoo.dfl.repro.experiment import DBBRegretLoss
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks dfl")
     ap.add_argument("--n", type=int, default=1000)
@@ -39,6 +49,8 @@ def main(argv=None) -> int:
     losses = {"mse": lambda: torch.nn.MSELoss(),
               "spo+": lambda: pyepo.func.SPOPlus(m, processes=1),
               "pfyl": lambda: pyepo.func.perturbedFenchelYoung(m, n_samples=a.pfyl_samples, processes=1),
+              "dbb": lambda: DBBRegretLoss(m, lambd=10.0),
+              "nce": lambda: _nce(pyepo, m, train),
               "A": lambda: DirectionalLoss(m),
               "B": lambda: PoolSoftminLoss(m, dataset=train, tau=1.0)}
     rows = {}

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from optzoo.dfl import repro
 from optzoo.repro.claim import VERDICTS, NullProgress
@@ -60,3 +61,34 @@ def test_claims_can_hold_and_can_fail():
             assert good[cid] == "reproduced", (cid, good[cid])
             assert bad[cid] == "not reproduced", (cid, bad[cid])
     assert good["solver_free"] == "passed"
+
+
+def test_dbb_arm_is_pyepo_dbb_with_the_l1_regret_task_loss():
+    import pyepo
+    import torch
+
+    from optzoo.dfl import FeasibleSetModel, decision_regret, enumerate_knapsack, precompute
+    from optzoo.dfl.repro.experiment import DBBRegretLoss
+
+    W, x, c = pyepo.data.knapsack.genData(16, 3, 6, dim=1, deg=4, noise_width=0.5, seed=5)
+    m = FeasibleSetModel(enumerate_knapsack(W, 8.0), sense="max")
+    ds, _, _ = precompute(m, x, c)
+    loss = DBBRegretLoss(m)
+    assert isinstance(loss.dbb, pyepo.func.blackboxOpt) and loss.dbb.lambd == 10.0
+    pred = torch.randn(16, 6, requires_grad=True)
+    val = loss(pred, ds.costs, ds.sols, ds.objs)
+    # the value is the mean unnormalised regret of the decisions of pred (MAX sense)
+    assert float(val.detach()) == pytest.approx(decision_regret(pred, ds.costs, ds.objs, m, reduction="mean"),
+                                       rel=1e-5, abs=1e-6)
+    val.backward()
+    assert torch.isfinite(pred.grad).all()
+
+
+def test_solver_free_loop_time_is_the_median_over_rounds():
+    from optzoo.dfl.repro import _per_epoch
+
+    t = {"methods": {"A": {"loop_cpu_s": 1.9, "epochs": 40, "round_cpu_s": [0.1, 0.1, 1.6, 0.1],
+                           "round_epochs": 10},
+                     "spo": {"loop_cpu_s": 2.0, "epochs": 2}}}
+    assert _per_epoch(t, "A") == pytest.approx(0.01)     # the slow third round does not count
+    assert _per_epoch(t, "spo") == pytest.approx(1.0)

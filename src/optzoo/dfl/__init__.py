@@ -11,8 +11,10 @@ properties (no solver call in training, Fisher consistency), and live in
   pre-computed pool of optimal solutions (a smoothed ``contrastiveMAP``).
 
 Neither is "the paper's loss". The rest of the package is exact and independent of that
-question: licence-free PyEPO models on SciPy's HiGHS (:class:`LinearProgramModel`,
-:func:`shortest_path_model`, :func:`knapsack_model`), an exact enumeration oracle
+question: licence-free PyEPO models on SciPy's HiGHS (:class:`LinearProgramModel`, built from
+matrices or, with :meth:`LinearProgramModel.from_scipy`, from a scipy ``milp`` problem's
+``LinearConstraint`` / ``Bounds`` / ``integrality``; :func:`shortest_path_model`,
+:func:`knapsack_model`), an exact enumeration oracle
 (:class:`FeasibleSetModel`), solver-call counting (:func:`count_solver_calls`), the one-off
 pre-computation (:func:`precompute`), regret (:func:`decision_regret`, and PyEPO's
 ``pyepo.metric.regret`` in :func:`train_predictor`) and one training loop for every loss.

@@ -3,7 +3,9 @@
 PyEPO's predefined models default to Gurobi; its licence-free back-ends need ``ortools`` or
 ``pyomo``, which may be absent. :class:`LinearProgramModel` is a PyEPO ``optModel`` over a
 user's own LP or MILP given as matrices (dense or scipy sparse; the same data a scipy
-``milp`` call takes)::
+``milp`` call takes), or built with :meth:`LinearProgramModel.from_scipy` from the very
+``scipy.optimize.LinearConstraint`` / ``Bounds`` / ``integrality`` objects a ``milp`` call
+takes::
 
     min / max  c^T w   s.t.  A_ub w <= b_ub,  A_eq w = b_eq,  lb <= w <= ub,  w_j integer (j in I)
 
@@ -66,16 +68,84 @@ class LinearProgramModel(optModel):
         self.modelSense = EPO.MINIMIZE if sense == "min" else EPO.MAXIMIZE
         self.A_ub, self.b_ub = _pair("A_ub", "b_ub", A_ub, b_ub, n, owner)
         self.A_eq, self.b_eq = _pair("A_eq", "b_eq", A_eq, b_eq, n, owner)
-        self.lb = np.broadcast_to(np.asarray(lb, dtype=float), (n,)).copy()
-        self.ub = np.broadcast_to(np.asarray(ub, dtype=float), (n,)).copy()
+        self.lb = _per_var("lb", lb, n, owner)
+        self.ub = _per_var("ub", ub, n, owner)
         if np.isnan(self.lb).any() or np.isnan(self.ub).any() or (self.lb > self.ub).any():
             fail("lb", owner, "<= ub elementwise and not NaN", lb)
         self.integrality = (np.zeros(n) if integrality is None else
-                            np.broadcast_to(np.asarray(integrality, dtype=float), (n,)).copy())
+                            _per_var("integrality", integrality, n, owner))
+        if not np.isin(self.integrality, (0.0, 1.0)).all():
+            fail("integrality", owner, "0 (continuous) or 1 (integer) per variable", integrality)
         self.time_limit = None if time_limit is None else check_real(
             "time_limit", time_limit, owner=owner, low=0.0, closed="neither")
         self._c = np.zeros(n)
         super().__init__()
+
+    @classmethod
+    def from_scipy(cls, constraints=None, *, num_vars: int | None = None, bounds=None,
+                   integrality=None, sense: str = "min",
+                   time_limit: float | None = None) -> LinearProgramModel:
+        """The model of a scipy ``milp`` / ``linprog`` problem, from its own objects.
+
+        ``constraints`` is what ``scipy.optimize.milp`` takes: a ``LinearConstraint``, a
+        sequence of them, or ``(A, lb, ub)`` tuples (each ``lb <= A w <= ub``, infinite sides
+        allowed, dense or sparse ``A``). Rows with ``lb == ub`` become equalities, finite
+        ``ub`` sides ``A w <= ub`` and finite ``lb`` sides ``-A w <= -lb``; rows free on both
+        sides are dropped. ``bounds`` is a ``scipy.optimize.Bounds`` or an ``(lb, ub)`` pair
+        (scalars broadcast); ``None`` means ``milp``'s default ``0 <= w < inf`` (also
+        ``linprog``'s). ``integrality`` is ``milp``'s (0 continuous, 1 integer; semi-continuous
+        2 and 3 are refused). ``num_vars`` is read from the constraint matrices when omitted.
+        The objective is not part of the model (PyEPO sets it per instance with ``setObj``);
+        ``sense="max"`` makes it a maximisation, as for PyEPO's knapsack.
+
+        >>> from scipy.optimize import Bounds, LinearConstraint
+        >>> m = LinearProgramModel.from_scipy(LinearConstraint([[1, 1, 1]], 1, 2),
+        ...                                   bounds=Bounds(0, 1), integrality=1, sense="max")
+        >>> m.setObj(np.array([3.0, -1.0, 2.0])); w, z = m.solve()
+        >>> w.tolist(), z
+        ([1.0, 0.0, 1.0], 5.0)
+        """
+        owner = "LinearProgramModel.from_scipy"
+        blocks = _scipy_constraints(constraints, owner)
+        widths = {A.shape[1] for A, _, _ in blocks}
+        if len(widths) > 1:
+            fail("constraints", owner, "matrices with the same number of columns",
+                 f"widths {sorted(widths)}")
+        if num_vars is None:
+            if not widths:
+                fail("num_vars", owner, "given when there are no constraints to read it from", None)
+            n = widths.pop()
+        else:
+            n = check_int("num_vars", num_vars, owner=owner, low=1)
+            if widths and widths != {n}:
+                fail("constraints", owner, f"matrices with {n} columns (num_vars)",
+                     f"{widths.pop()} columns")
+        ub_rows, ub_rhs, eq_rows, eq_rhs = [], [], [], []
+        for A, lo, hi in blocks:
+            eq = np.isfinite(lo) & (lo == hi)
+            up = np.isfinite(hi) & ~eq
+            dn = np.isfinite(lo) & ~eq
+            eq_rows.append(A[eq]), eq_rhs.append(lo[eq])
+            ub_rows += [A[up], -A[dn]]
+            ub_rhs += [hi[up], -lo[dn]]
+        A_ub = np.vstack(ub_rows) if ub_rows else np.zeros((0, n))
+        A_eq = np.vstack(eq_rows) if eq_rows else np.zeros((0, n))
+        b_ub = np.concatenate(ub_rhs) if ub_rhs else np.zeros(0)
+        b_eq = np.concatenate(eq_rhs) if eq_rhs else np.zeros(0)
+        if bounds is None:
+            lb, ub = 0.0, np.inf
+        elif hasattr(bounds, "lb") and hasattr(bounds, "ub"):
+            lb, ub = bounds.lb, bounds.ub
+        elif isinstance(bounds, (tuple, list)) and len(bounds) == 2:
+            lb, ub = bounds
+            lb = -np.inf if lb is None else lb
+            ub = np.inf if ub is None else ub
+        else:
+            fail("bounds", owner, "a scipy.optimize.Bounds, an (lb, ub) pair or None",
+                 type(bounds).__name__, exc=TypeError)
+        return cls(n, A_ub=A_ub if len(A_ub) else None, b_ub=b_ub if len(A_ub) else None,
+                   A_eq=A_eq if len(A_eq) else None, b_eq=b_eq if len(A_eq) else None,
+                   lb=lb, ub=ub, integrality=integrality, sense=sense, time_limit=time_limit)
 
     def __repr__(self) -> str:
         kind = "MILP" if self.integrality.any() else "LP"
@@ -142,6 +212,57 @@ class LinearProgramModel(optModel):
         return {"num_vars": self._n, "A_ub": self.A_ub, "b_ub": self.b_ub, "A_eq": self.A_eq,
                 "b_eq": self.b_eq, "lb": self.lb, "ub": self.ub, "integrality": self.integrality,
                 "sense": self.sense, "time_limit": self.time_limit}
+
+
+def _per_var(name, value, n, owner):
+    """A per-variable float vector from a scalar or a length-``n`` array (named error else)."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim > 1 or (a.ndim == 1 and a.shape[0] not in (1, n)):
+        fail(name, owner, f"a scalar or one value per variable (length {n})", f"shape {a.shape}")
+    return np.broadcast_to(a, (n,)).copy()
+
+
+def _scipy_constraints(constraints, owner):
+    """``milp``'s ``constraints`` argument as a list of dense ``(A, lb, ub)`` blocks."""
+    import scipy.sparse as sp
+    from scipy.optimize import LinearConstraint
+
+    if constraints is None:
+        return []
+    if isinstance(constraints, LinearConstraint) or (
+            isinstance(constraints, tuple) and len(constraints) == 3
+            and not isinstance(constraints[0], (LinearConstraint, tuple))):
+        constraints = [constraints]
+    if not isinstance(constraints, (list, tuple)):
+        fail("constraints", owner, "a LinearConstraint, (A, lb, ub) or a sequence of them",
+             type(constraints).__name__, exc=TypeError)
+    blocks = []
+    for k, con in enumerate(constraints):
+        if isinstance(con, LinearConstraint):
+            A, lo, hi = con.A, con.lb, con.ub
+        elif isinstance(con, tuple) and len(con) == 3:
+            A, lo, hi = con
+        else:
+            fail("constraints", owner, "LinearConstraint objects or (A, lb, ub) tuples",
+                 f"item {k} of type {type(con).__name__}", exc=TypeError)
+        A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
+        A = np.atleast_2d(A).astype(float)
+        if A.ndim != 2:
+            fail("constraints", owner, "2-d constraint matrices", f"item {k} of shape {A.shape}")
+        m = A.shape[0]
+        try:
+            lo = np.broadcast_to(np.asarray(lo, dtype=float), (m,)).copy()
+            hi = np.broadcast_to(np.asarray(hi, dtype=float), (m,)).copy()
+        except ValueError:
+            fail("constraints", owner, f"lb and ub with one value per row ({m} rows in item {k})",
+                 f"lb shape {np.shape(lo)}, ub shape {np.shape(hi)}")
+        if not np.isfinite(A).all() or np.isnan(lo).any() or np.isnan(hi).any():
+            fail("constraints", owner, "finite matrices and non-NaN sides", f"item {k}")
+        if (lo > hi).any():
+            fail("constraints", owner, "lb <= ub row by row",
+                 f"item {k}, row {int(np.argmax(lo > hi))}: lb {lo[lo > hi][0]} > ub {hi[lo > hi][0]}")
+        blocks.append((A, lo, hi))
+    return blocks
 
 
 def _pair(a_name, b_name, A, b, n, owner):
