@@ -19,9 +19,10 @@ import torch
 
 
 def main(argv: list[str]) -> int:
-    from optzoo.salaad import SALAAD, HiddenMarkovTask
+    from optzoo.salaad import SALAAD
     from optzoo.salaad.repro import SCALES
     from optzoo.salaad.repro.experiment import TARGETS, build_model
+    from optzoo.tinylm import HiddenMarkovTask
 
     torch.set_num_threads(1)
     steps = int(argv[0]) if argv else 60

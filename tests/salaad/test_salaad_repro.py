@@ -18,5 +18,12 @@ def test_smoke_reproduction(tmp_path):
     assert [v.claim for v in verdicts] == [c.id for c in CLAIMS]
     assert all(isinstance(v, Verdict) for v in verdicts)
     assert next(v for v in verdicts if v.claim == "one_run").verdict == "passed"
+    # the SLTrain-style baseline (full scale; smoke runs it at one budget to test the path)
+    s = r["sltrain"]
+    assert s["fractions"] == [0.5] and s["params"][0] <= s["budget"][0] == r["budgets"][0]
+    assert s["budget"][0] - s["params"][0] < 0.02 * s["budget"][0]   # the budget is spent, not left idle
+    assert r["entropy"] < s["nll"][0] < 2 * r["dense_nll"]
+    v = next(v for v in verdicts if v.claim == "vs_sltrain")
+    assert v.kind == "finding" and "training runs" in v.summary
     paths = figures(per_seed, tmp_path)
     assert paths and all(p.exists() for p in paths)

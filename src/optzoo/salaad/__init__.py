@@ -7,20 +7,27 @@ augmented Lagrangian, exported at any parameter budget from one training state.
 * :func:`allocate`, :func:`compress_blocks`, :class:`Compressed`: budget allocation and export;
 * baselines: :func:`truncated_svd_compress`, :func:`magnitude_prune_compress`
   (``torch.nn.utils.prune``), :func:`rpca_ialm` / :func:`rpca_compress` (robust PCA);
-* :class:`HiddenMarkovTask`: the synthetic language with an exact entropy floor.
+* :class:`SALAADTrainer`: a ``transformers.Trainer`` subclass (``salaad=SALAADConfig(...)``);
+* baseline trained from scratch: :func:`sltrain_model` (SLTrain-style fixed-budget low rank
+  + random-support sparse reparameterisation, one run per budget);
+* :class:`HiddenMarkovTask` (re-exported from :mod:`optzoo.tinylm.hmm`): the synthetic language
+  with an exact entropy floor.
 """
 
 from optzoo.salaad.baselines import (
+    SLTrainModel,
+    SparseLowRankLinear,
     magnitude_prune_compress,
     rpca_compress,
     rpca_decompose,
     rpca_ialm,
+    sltrain_model,
     truncated_svd_compress,
 )
 from optzoo.salaad.export import Allocation, Compressed, CompressedBlock, allocate, compress_blocks
 from optzoo.salaad.prox import BlockState, admm_sweep, energy_rank, soft_threshold, svt
 from optzoo.salaad.salaad import DEFAULT_TARGETS, SALAAD, SALAADConfig
-from optzoo.salaad.tasks import HiddenMarkovTask
+from optzoo.tinylm.hmm import HiddenMarkovTask  # the task family lives in optzoo.tinylm
 
 __all__ = [
     "Allocation",
@@ -31,6 +38,9 @@ __all__ = [
     "HiddenMarkovTask",
     "SALAAD",
     "SALAADConfig",
+    "SALAADTrainer",
+    "SLTrainModel",
+    "SparseLowRankLinear",
     "admm_sweep",
     "allocate",
     "compress_blocks",
@@ -39,7 +49,19 @@ __all__ = [
     "rpca_compress",
     "rpca_decompose",
     "rpca_ialm",
+    "sltrain_model",
     "soft_threshold",
     "svt",
     "truncated_svd_compress",
 ]
+
+_LAZY = {"SALAADTrainer", "check_transformers_hooks"}
+
+
+def __getattr__(name):
+    # The Trainer adapter imports transformers: resolved on first use to keep this import light.
+    if name in _LAZY:
+        from optzoo.salaad import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module 'optzoo.salaad' has no attribute {name!r}")

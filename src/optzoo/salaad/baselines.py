@@ -8,25 +8,32 @@ parameter count (the one counting rule of :mod:`optzoo.salaad.export`).
   use, ``torch.nn.utils.prune.global_unstructured(..., pruning_method=L1Unstructured)``;
 * :func:`rpca_ialm`: robust PCA by the inexact augmented Lagrange multiplier method (Lin, Chen
   and Ma 2010; the official repository ships its own ``ialm.py``), returning ``optzoo.Result``;
-  :func:`rpca_compress` decomposes every block and exports with SALAAD's own allocation.
+  :func:`rpca_compress` decomposes every block and exports with SALAAD's own allocation;
+* trained from scratch instead (spec baseline 4): :func:`sltrain_model`, an SLTrain-style
+  fixed-budget reparameterisation ``W = B A + S`` of every targeted ``nn.Linear`` (low-rank
+  factors plus a sparse part on a random support fixed at initialisation), which needs one
+  training run per budget where SALAAD exports every budget from one run.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
-from optzoo._core.validation import check_array, check_int, check_real, fail
+from optzoo._core.rng import torch_generator
+from optzoo._core.validation import check_array, check_int, check_real, check_type, fail
 from optzoo.salaad.export import Compressed, CompressedBlock, compress_blocks, to_csr32
 
-__all__ = ["magnitude_prune_compress", "rpca_compress", "rpca_decompose", "rpca_ialm",
-           "truncated_svd_compress"]
+__all__ = ["SLTrainModel", "SparseLowRankLinear", "magnitude_prune_compress", "rpca_compress",
+           "rpca_decompose", "rpca_ialm", "sltrain_model", "truncated_svd_compress"]
 
 
 def _rest(model, weights) -> int:
@@ -217,3 +224,120 @@ def rpca_decompose(weights: Mapping[str, torch.nn.Parameter], *, lam_scale: floa
         r = rpca_ialm(A, lam=lam_scale / math.sqrt(max(A.shape)), tol=tol, max_iter=max_iter)
         out[k] = r.x
     return out
+
+
+class SparseLowRankLinear(torch.nn.Module):
+    """``y = x W^T + b`` with ``W = B A + S``: ``B`` (``out x r``) and ``A`` (``r x in``) trainable
+    factors, ``S`` trainable values on ``nnz`` positions drawn uniformly without replacement at
+    construction and fixed afterwards (the SLTrain parameterisation; ``weight`` is the dense
+    ``W``, recomputed on access). Parameters: ``r (in + out) + nnz`` (+ the bias)."""
+
+    def __init__(self, in_features: int, out_features: int, rank: int, nnz: int, *, bias: bool = False,
+                 init_std: float = 0.02, generator: torch.Generator | None = None,
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        o = "SparseLowRankLinear"
+        self.in_features = check_int("in_features", in_features, owner=o, low=1)
+        self.out_features = check_int("out_features", out_features, owner=o, low=1)
+        self.rank = check_int("rank", rank, owner=o, low=0, high=min(in_features, out_features))
+        self.nnz = check_int("nnz", nnz, owner=o, low=0, high=in_features * out_features)
+        std = check_real("init_std", init_std, owner=o, low=0.0, closed="neither")
+        g = generator if generator is not None else torch.Generator().manual_seed(0)
+        # INFERRED init: B A has entry variance std^2 (var B = std^2, var A = 1/r), S values N(0, std^2)
+        self.B = torch.nn.Parameter(torch.randn(out_features, self.rank, generator=g, dtype=dtype) * std)
+        self.A = torch.nn.Parameter(torch.randn(self.rank, in_features, generator=g, dtype=dtype)
+                                    / math.sqrt(max(self.rank, 1)))
+        idx = torch.randperm(in_features * out_features, generator=g)[:self.nnz].sort().values
+        self.register_buffer("index", idx)
+        self.values = torch.nn.Parameter(torch.randn(self.nnz, generator=g, dtype=dtype) * std)
+        self.bias = torch.nn.Parameter(torch.zeros(out_features, dtype=dtype)) if bias else None
+
+    @property
+    def weight(self) -> torch.Tensor:
+        W = (self.B @ self.A).reshape(-1).index_add(0, self.index, self.values)
+        return W.reshape(self.out_features, self.in_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in={self.in_features}, out={self.out_features}, rank={self.rank}, nnz={self.nnz}"
+
+
+@dataclass
+class SLTrainModel:
+    """The reparameterised model (train it like any model) and its exact counts: ``params``
+    (every parameter of ``model``, tied ones once) <= ``budget``; per block ``ranks``, ``nnz``."""
+
+    model: torch.nn.Module
+    params: int
+    budget: int
+    rest_params: int
+    ranks: dict[str, int]
+    nnz: dict[str, int]
+
+
+def _unique_params(model) -> int:
+    seen, n = set(), 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            n += p.numel()
+    return n
+
+
+def sltrain_model(model: torch.nn.Module, budget: int, *,
+                  targets: str = r"(q|k|v|o|gate|up|down)_proj", sparse_share: float = 0.5,
+                  seed: int = 0) -> SLTrainModel:
+    """An SLTrain-style copy of ``model`` with at most ``budget`` parameters, to train from scratch.
+
+    Every ``nn.Linear`` whose name matches ``targets`` becomes a :class:`SparseLowRankLinear`;
+    everything else (embeddings, norms, an unmatched head) stays dense and counts in full
+    (SLTrain keeps the embeddings dense). The budget left, ``budget - rest``, is spread at one
+    common ratio ``f`` of every block's ``m n``; in each block a share ``sparse_share`` of its
+    allotment goes to the support size, the rest to the rank ``r = floor(.../(m + n))``, and
+    what the rank's floor leaves goes back to the support, so the count is exact.
+    Initialisation (INFERRED): factors and values scaled to the original weight's std.
+
+    Fidelity: the parameterisation is SLTrain's (Han et al. 2024, W = BA + S with a fixed random
+    support); the allocation rule, the initialisation and the absence of SLTrain's scale factor
+    are ours (the spec only names the baseline).
+    """
+    owner = "sltrain_model"
+    check_type("model", model, torch.nn.Module, owner=owner, what="a torch.nn.Module")
+    check_type("targets", targets, str, owner=owner, what="a regular expression (str)")
+    share = check_real("sparse_share", sparse_share, owner=owner, low=0.0, high=1.0)
+    seed = check_int("seed", seed, owner=owner, low=0)
+    out = copy.deepcopy(model)
+    lin = {n: m for n, m in out.named_modules() if isinstance(m, torch.nn.Linear) and re.search(targets, n)}
+    if not lin:
+        fail("targets", owner, "a pattern matching at least one nn.Linear of the model", targets)
+    shared = {id(m.weight) for m in lin.values()}
+    tied = [n for n, m in out.named_modules() if getattr(m, "weight", None) is not None
+            and id(m.weight) in shared and n not in lin]
+    if tied:
+        fail("targets", owner, "a pattern whose Linear weights are not shared with other modules",
+             f"tied to {tied[:3]}")
+    total = sum(m.weight.numel() for m in lin.values())
+    rest = _unique_params(out) - total
+    budget = _check_budget(budget, rest, owner)
+    f = min(1.0, (budget - rest) / total)
+    g = torch_generator(seed, "sltrain")
+    ranks, nnz = {}, {}
+    mods = dict(out.named_modules())
+    for name, m in lin.items():
+        o_, i_ = m.weight.shape
+        b = math.floor(f * o_ * i_)
+        r = min(min(o_, i_), math.floor((b - round(share * b)) / (o_ + i_)))
+        k = min(o_ * i_, b - r * (o_ + i_))
+        std = float(m.weight.detach().float().std()) or 0.02
+        new = SparseLowRankLinear(i_, o_, r, k, bias=m.bias is not None, init_std=std, generator=g,
+                                  dtype=m.weight.dtype).to(m.weight.device)
+        if m.bias is not None:
+            with torch.no_grad():
+                new.bias.copy_(m.bias)
+        parent, _, child = name.rpartition(".")
+        setattr(mods[parent] if parent else out, child, new)
+        ranks[name], nnz[name] = r, k
+    params = _unique_params(out)
+    return SLTrainModel(out, params, budget, rest, ranks, nnz)

@@ -2,8 +2,9 @@
 
 * builders: :func:`tiny_gpt2`, :func:`tiny_llama` (ordinary ``transformers`` models) and
   :func:`word_tokenizer` (an offline ``PreTrainedTokenizerFast``);
-* task families: the in-context-learning family (:mod:`optzoo.tinylm.icl`) and the toy
-  language with a hidden teacher (:class:`ToyLanguage`);
+* task families: the in-context-learning family (:mod:`optzoo.tinylm.icl`), the toy
+  language with a hidden teacher (:class:`ToyLanguage`) and the random hidden Markov language
+  with an exact Bayes floor (:class:`HiddenMarkovTask`, :mod:`optzoo.tinylm.hmm`);
 * committed checkpoints, trained by ``python -m optzoo.tinylm.train NAME``:
   :func:`load_tiny_lm` (``"icl"``, ``"toy"``);
 * a real pretrained model for ``full`` scales: :func:`load_smollm2` (SmolLM2-135M-Instruct from
@@ -12,6 +13,7 @@
 Importing this package does not import torch or transformers.
 """
 
+from optzoo.tinylm.hmm import HiddenMarkovTask
 from optzoo.tinylm.icl import (
     ICL_FAMILIES,
     ICLBatch,
@@ -27,6 +29,7 @@ from optzoo.tinylm.toylang import PreferencePairs, ToyLanguage, toy_vocabulary
 
 __all__ = [
     "ICL_FAMILIES",
+    "HiddenMarkovTask",
     "ICLBatch",
     "PreferencePairs",
     "SMOLLM2_GGUF_SHA256",

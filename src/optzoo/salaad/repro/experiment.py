@@ -13,15 +13,16 @@ import torch
 from optzoo._core.rng import derive_seed
 from optzoo.salaad import (
     SALAAD,
-    HiddenMarkovTask,
     magnitude_prune_compress,
     rpca_compress,
     rpca_decompose,
+    sltrain_model,
     truncated_svd_compress,
 )
-from optzoo.tinylm import tiny_llama
+from optzoo.tinylm import HiddenMarkovTask, tiny_llama
 
 TARGETS = r"(q|k|v|o|gate|up|down)_proj|embed_tokens"  # the head is tied to the embedding
+SLTRAIN_TARGETS = r"(q|k|v|o|gate|up|down)_proj"        # SLTrain keeps the embedding dense (counted)
 
 
 def build_model(cfg, seed):
@@ -100,9 +101,46 @@ def _tune_rho(cfg, seed, progress):
     return min(scores, key=scores.get), scores
 
 
+def _sltrain(cfg, model_seed, budget, share, slt_seed, data, val, progress):
+    """One SLTrain-style model with at most ``budget`` parameters (the budgets of every other
+    method), trained from scratch on ``data`` with the same loop; returns its record."""
+    slt = sltrain_model(build_model(cfg, model_seed), budget, targets=SLTRAIN_TARGETS, sparse_share=share,
+                        seed=slt_seed % 2**31)
+    model = slt.model.train()
+    _, curve, sec, _ = train(model, data, cfg, progress=progress)
+    return {"nll": val_nll(model, val), "params": slt.params, "seconds": sec}
+
+
+def _run_sltrain(cfg, seed, budgets, data, val, progress) -> dict:
+    """Spec baseline 4 (full): for each budget in ``sltrain_fractions``, the support share picked
+    from ``sltrain_grid`` on the tuning task by validation NLL (as rho is for SALAAD: one
+    training run per grid value), then one run on the evaluation data."""
+    out = {"fractions": list(cfg.sltrain_fractions), "nll": [], "params": [], "budget": [], "seconds": [],
+           "tune_seconds": [], "share": [], "tune_scores": []}
+    tune_task = HiddenMarkovTask(n_states=cfg.states, vocab=cfg.vocab, seed=derive_seed(seed, "tune-task") % 2**31)
+    tune_data = batches(tune_task, cfg, derive_seed(seed, "tune"), cfg.steps)
+    tune_val = tune_task.sample(cfg.val_seqs, cfg.seq_len, seed=derive_seed(seed, "tune-val"))
+    for f in cfg.sltrain_fractions:
+        b = budgets[cfg.fractions.index(f)]
+        scores, tune_sec = {}, 0.0
+        if len(cfg.sltrain_grid) > 1:
+            for share in cfg.sltrain_grid:
+                r = _sltrain(cfg, derive_seed(seed, "tune"), b, share, derive_seed(seed, "tune-sltrain", f),
+                             tune_data, tune_val, progress)
+                scores[share], tune_sec = r["nll"], tune_sec + r["seconds"]
+        share = min(scores, key=scores.get) if scores else cfg.sltrain_grid[0]
+        r = _sltrain(cfg, seed, b, share, derive_seed(seed, "sltrain", f), data, val, progress)
+        for k, v in (("nll", r["nll"]), ("params", r["params"]), ("budget", b), ("share", share),
+                     ("seconds", r["seconds"]), ("tune_seconds", tune_sec)):
+            out[k].append(v)
+        out["tune_scores"].append({str(k): v for k, v in scores.items()})
+    return out
+
+
 def run_seed(cfg, seed, progress) -> dict:
     n_tune = len(cfg.rho_grid) * cfg.steps if cfg.rho_grid else 0
-    progress.start(2 * cfg.steps + n_tune + 4, "salaad")
+    n_slt = len(cfg.sltrain_fractions) * (len(cfg.sltrain_grid) + (len(cfg.sltrain_grid) > 1)) * cfg.steps
+    progress.start(2 * cfg.steps + n_tune + n_slt + 4, "salaad")
     res: dict = {"config": {"fractions": list(cfg.fractions), "rank_ratio": cfg.rank_ratio,
                             "density": cfg.density, "steps": cfg.steps, "layers": cfg.layers}}
     rho, tune_scores = cfg.rho, None
@@ -157,6 +195,11 @@ def run_seed(cfg, seed, progress) -> dict:
         record("rpca", rpca_compress(dense, dense_w, b, gamma=cfg.gamma, decompositions=dec))
     progress.advance()
     res["methods"] = out
+    if cfg.sltrain_fractions:
+        res["sltrain"] = _run_sltrain(cfg, seed, budgets, data, val, progress)
+        res["sltrain"]["salaad_nll"] = [out["salaad"]["nll"][cfg.fractions.index(f)] for f in cfg.sltrain_fractions]
+        res["sltrain"]["salaad_params"] = [out["salaad"]["params"][cfg.fractions.index(f)]
+                                           for f in cfg.sltrain_fractions]
     res["dense_bytes"] = sum(p.numel() * p.element_size() for p in dense.parameters())
     progress.advance()
     return res
