@@ -160,27 +160,31 @@ def test_networkx_self_loop_dropped_by_dks():
 
 def test_default_is_never_worse_than_peeling():
     """Issue 17 item 6: the default polishes SE-FW's and greedy peeling's subgraphs by 1-swap
-    local search and returns the denser. On this planted G(n, p) (seed 2 of the quick
-    reproduction's 150-node family) SE-FW with k = 5 approaches a strict saddle and stops at
-    its iteration cap with 9 edges, below peeling's 10; the default must reach 10 and, on the
-    tie after polishing, return the run that converged, with no not-converged warning."""
+    local search and returns the denser. On this sparse G(n, m) SE-FW with k = 10 converges to
+    a 12-edge local maximiser, below peeling's 13; the default must reach at least 13. With
+    the old escape trigger (``trigger="gap"``) SE-FW stops at its cap on the planted
+    counterexample below peeling; the default returns peeling's run, with no warning."""
     import warnings
 
     from optzoo import NotConvergedWarning
     from optzoo.dks import greedy_peeling, se_frank_wolfe
     from optzoo.dks.repro.data import planted_graph
 
+    G = nx.gnm_random_graph(2000, 12000, seed=2)
+    fw, peel = se_frank_wolfe(G, 10), greedy_peeling(G, 10)
+    assert fw.fun < peel.fun  # the case the default must cover
+    res = densest_k_subgraph(G, 10)
+    assert res.fun >= peel.fun and res.extra["auto"]["chosen"] == "peel"
+    assert res.extra["auto"]["se-fw"]["fun"] == fw.fun and res.success
     g = planted_graph("gnp", 150, 12, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fw = se_frank_wolfe(g, 5)
-    peel = greedy_peeling(g, 5)
-    assert fw.fun < peel.fun  # the case the default must cover
+        old = se_frank_wolfe(g, 5, trigger="gap")
+    assert str(old.status) == "user_limit" and old.fun < greedy_peeling(g, 5).fun
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = densest_k_subgraph(g, 5)
-    assert res.fun >= peel.fun and res.extra["auto"]["chosen"] == "peel"
-    assert res.extra["auto"]["se-fw"]["fun"] == fw.fun and res.success
+        res = densest_k_subgraph(g, 5, trigger="gap")
+    assert res.fun >= greedy_peeling(g, 5).fun and res.extra["auto"]["chosen"] == "peel"
     assert not [w for w in caught if issubclass(w.category, NotConvergedWarning)]
     for graph, k in ((KARATE, 10), (nx.Graph(nx.les_miserables_graph().edges()), 8),
                      (nx.gnm_random_graph(400, 1200, seed=0), 12)):

@@ -73,6 +73,69 @@ def test_peeling_properties(seed):
         assert abs(res.fun - _reference_peel(G, k)) <= 0.25 * max(res.fun, 1) + 3
 
 
+def _fifo_reference_order(adj, stop_at=0):
+    """The documented tie rule, written independently: delete the node with the smallest
+    (degree, time it reached that degree, id), times 0 at the start (O(n^2), small graphs)."""
+    n = adj.shape[0]
+    deg = np.diff(adj.indptr).astype(np.int64)
+    stamp = np.zeros(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    clock, out = 0, []
+    for _ in range(n - stop_at):
+        cand = np.flatnonzero(alive)
+        v = int(cand[np.lexsort((cand, stamp[cand], deg[cand]))[0]])
+        out.append(v)
+        alive[v] = False
+        for u in adj.indices[adj.indptr[v]:adj.indptr[v + 1]]:
+            if alive[u]:
+                clock += 1
+                deg[u] -= 1
+                stamp[u] = clock
+    return np.array(out, dtype=np.int64)
+
+
+def _tie_heavy_graphs():
+    yield "cycle", nx.cycle_graph(30)
+    yield "complete", nx.complete_graph(12)
+    yield "petersen", nx.petersen_graph()
+    yield "regular", nx.random_regular_graph(4, 60, seed=1)
+    yield "star+path", nx.disjoint_union(nx.star_graph(9), nx.path_graph(15))
+    yield "grid", nx.convert_node_labels_to_integers(nx.grid_2d_graph(7, 9))
+    yield "isolated", nx.disjoint_union(nx.gnp_random_graph(40, 0.1, seed=2), nx.empty_graph(5))
+    for seed in range(3):
+        yield f"powerlaw{seed}", nx.powerlaw_cluster_graph(150, 3, 0.3, seed=seed)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_peeling_order_matches_the_tie_rule(backend):
+    if backend == "numba":
+        pytest.importorskip("numba")
+    for name, G in _tie_heavy_graphs():
+        g = read_graph(G)
+        for stop in (0, 7):
+            ref = _fifo_reference_order(g.adj, stop)
+            got = peeling_order(g.adj, stop_at=stop, backend=backend)
+            assert np.array_equal(got, ref), (name, stop)
+
+
+def test_peeling_backends_identical_on_a_larger_graph():
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    e = rng.integers(0, 3000, size=(20000, 2))
+    e = e[e[:, 0] != e[:, 1]]
+    g = read_graph(e)
+    assert g.adj.nnz >= 20_000  # "auto" picks numba here
+    a = peeling_order(g.adj, stop_at=50, backend="python")
+    assert np.array_equal(a, peeling_order(g.adj, stop_at=50, backend="numba"))
+    assert np.array_equal(a, peeling_order(g.adj, stop_at=50))
+
+
+def test_peeling_order_backend_is_checked():
+    g = read_graph(nx.path_graph(4))
+    with pytest.raises(ValueError, match="'backend' argument of peeling_order"):
+        peeling_order(g.adj, backend="cython")
+
+
 def test_tpm_and_eigen_on_planted_clique():
     rng = np.random.default_rng(1)
     G = nx.gnp_random_graph(200, 0.03, seed=1)

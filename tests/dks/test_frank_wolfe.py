@@ -145,6 +145,78 @@ def test_torch_fw_path_matches_numpy():
     assert c.fun == 3
 
 
-def test_x0_validation():
-    with pytest.raises(ValueError, match=r"The 'x0' argument of se_frank_wolfe must be"):
-        se_frank_wolfe(nx.complete_graph(5), 3, x0=np.ones(5))
+def test_init_options_and_validation():
+    from optzoo.dks import greedy_peeling
+
+    G = nx.powerlaw_cluster_graph(200, 3, 0.3, seed=5)
+    base = se_frank_wolfe(G, 12)
+    g = read_graph(G)
+    same = se_frank_wolfe(G, 12, init=np.full(g.n, 12 / g.n))  # the uniform point, given
+    assert np.array_equal(same.x, base.x) and same.gap_trace == base.gap_trace
+    assert base.extra["init"] == "uniform" and same.extra["init"] == "given"
+    peel = greedy_peeling(G, 12)
+    from_peel = se_frank_wolfe(G, 12, init="peel")
+    # a start at a vertex: f never decreases, so the result is at least peeling's subgraph
+    assert from_peel.integral and from_peel.fun >= peel.fun
+    assert from_peel.f_trace[0] == pytest.approx(peel.fun + 12 / 2)
+    idx = se_frank_wolfe(G, 12, init=peel.node_indices)
+    mask = np.zeros(g.n, dtype=bool)
+    mask[peel.node_indices] = True
+    assert np.array_equal(idx.x, from_peel.x) and np.array_equal(
+        se_frank_wolfe(G, 12, init=mask).x, from_peel.x)
+    assert np.array_equal(frank_wolfe(G, 12, init="peel").x, peel.x) or \
+        frank_wolfe(G, 12, init="peel").fun >= peel.fun
+    for bad, got in ((np.ones(200), "sum 200"), (np.arange(11), "11 integer entries"),
+                     (np.array([0] * 12), "(1 distinct"), (np.arange(190, 202), "in [190, 201]"),
+                     (np.ones(200, dtype=bool), "200 entries set"), ([[1, 2]], "dtype int64")):
+        with pytest.raises(ValueError, match=r"The 'init' argument of se_frank_wolfe must be "
+                                             r"'uniform', 'peel', a vector in \[0, 1\]\^200 "
+                                             r"summing to k = 12") as err:
+            se_frank_wolfe(G, 12, init=bad)
+        assert got in str(err.value)
+    with pytest.raises(ValueError, match=r"'init' argument of se_frank_wolfe must be one of "
+                                         r"'uniform', 'peel'. Got 'zeros'"):
+        se_frank_wolfe(G, 12, init="zeros")
+    with pytest.raises(ValueError, match=r"'trigger' argument of se_frank_wolfe must be one of "
+                                         r"'gain', 'gap'. Got 'stall'"):
+        se_frank_wolfe(G, 12, trigger="stall")
+
+
+@pytest.mark.parametrize("lam", [1.0, 1.5])
+def test_stall_trigger_escapes_the_documented_saddle(lam):
+    """Regression (issue 18): planted G(150, p) of the quick reproduction's seed 2, k = 5.
+    Short-step FW approaches a non-integral stationary point with gap ~ 1/t and never
+    reaches gap <= 1e-10 (1 + |f|): the old trigger hits the cap with 9 edges. The default
+    stall test fires (a pair gaining more than the gap at both ends of its segment) and SE-FW
+    ends at an integral stationary point with 10 edges."""
+    from optzoo.dks.repro.data import planted_graph
+
+    g = planted_graph("gnp", 150, 12, 2)
+    res = se_frank_wolfe(g, 5, lam=lam, max_iter=5000, seed=2)
+    assert str(res.status) == "converged" and res.integral and res.fun == 10
+    assert res.nit < 200  # within the predecessor code's T = 200
+    fired = [e for e in res.escapes if e["trigger"] == "gain"]
+    assert fired and all(e["gain"] > e["gap"] > 0 and e["f_after"] > e["f_before"]
+                         and e["curvature"] > 0 for e in fired)
+    with pytest.warns(NotConvergedWarning, match="max_iter=1000"):
+        old = se_frank_wolfe(g, 5, lam=lam, max_iter=1000, seed=2, trigger="gap")
+    assert str(old.status) == "user_limit" and old.fun == 9 and old.n_escapes == 0
+    assert 0.005 < old.final_gap < 0.05  # gap ~ 1/t, far above the old 1e-10 (1 + |f|)
+
+
+def test_stall_trigger_is_silent_where_fw_reaches_a_vertex():
+    """On runs that reach a vertex without passing a saddle (plain FW ends integral) the
+    stall test never fires: SE-FW's trajectory is the old trigger's, step for step."""
+    from optzoo.dks.repro.data import planted_graph
+
+    cases = [(nx.Graph(nx.karate_club_graph().edges()), 5, 1.5), (planted_graph("sbm", 80, 8, 90001), 8, 1.5),
+             (planted_graph("gnp", 100, 10, 90000), 10, 1.0),
+             (nx.powerlaw_cluster_graph(300, 3, 0.3, seed=3), 15, 1.0)]
+    for G, k, lam in cases:
+        plain = frank_wolfe(G, k, lam=lam)
+        assert plain.stop_reason == "integral"
+        new, old = se_frank_wolfe(G, k, lam=lam), se_frank_wolfe(G, k, lam=lam, trigger="gap")
+        assert not [e for e in new.escapes if e["trigger"] == "gain"]
+        assert np.array_equal(new.x, old.x) and new.gap_trace == old.gap_trace
+
+

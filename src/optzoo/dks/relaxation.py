@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from optzoo._core.graph import _ranges
-
 __all__ = [
     "objective",
     "gradient",
@@ -53,12 +51,19 @@ def gradient(adj, x: np.ndarray, lam: float) -> np.ndarray:
     return adj @ x + lam * x
 
 
-def indicator_matvec(adj, nodes: np.ndarray) -> np.ndarray:
-    """:math:`A 1_S` from the rows of S only: O(vol(S) + n) instead of a full SpMV."""
+def indicator_matvec(adj, nodes: np.ndarray, *, unit_weights: bool | None = None) -> np.ndarray:
+    """:math:`A 1_S` from the rows of S only: O(vol(S) + n) instead of a full SpMV.
+
+    ``unit_weights=True`` (all stored weights 1, checked by the caller once) counts column
+    indices without reading the weights; ``None`` checks the rows of S.
+    """
     nodes = np.asarray(nodes, dtype=np.int64)
-    idx = _ranges(adj.indptr[nodes], adj.indptr[nodes + 1])
-    # A is symmetric, so summing the rows of S gives the column sums A 1_S.
-    return np.bincount(adj.indices[idx], weights=adj.data[idx], minlength=adj.shape[0])
+    rows = adj[nodes]  # scipy's C++ row gather; A is symmetric, so row sums = column sums
+    if unit_weights is None:
+        unit_weights = bool((rows.data == 1).all())
+    if unit_weights:
+        return np.bincount(rows.indices, minlength=adj.shape[0]).astype(np.float64)
+    return np.bincount(rows.indices, weights=rows.data, minlength=adj.shape[0])
 
 
 def lipschitz(adj, lam: float, *, seed: int = 0, method: str = "eigsh") -> tuple[float, str]:
@@ -101,7 +106,8 @@ def topk_indices(v: np.ndarray, k: int) -> np.ndarray:
     n = v.shape[0]
     if k >= n:
         return np.arange(n)
-    thr = np.partition(v, n - k)[n - k]  # the k-th largest value
+    thr = -np.partition(-v, k - 1)[k - 1]  # the k-th largest value (selecting near the front
+    # of -v is about twice as fast as near the back of v)
     above = np.flatnonzero(v > thr)
     need = k - above.size
     tied = np.flatnonzero(v == thr)[:need]

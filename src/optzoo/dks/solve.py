@@ -25,7 +25,8 @@ OWNER = "densest_k_subgraph"
 
 def densest_k_subgraph(graph: Any, k: int, *, method: str = "auto", lam: float = 1.0,
                        max_iter: int = 200, step: str = "short", gap_tol: float | None = None,
-                       seed: int = 0, device: Any = None, symmetrize: bool = True,
+                       init: Any = "uniform", trigger: str = "gain", seed: int = 0,
+                       device: Any = None, symmetrize: bool = True,
                        time_limit: float = 60.0) -> Result:
     """Find k nodes spanning as many edges as possible.
 
@@ -40,6 +41,10 @@ def densest_k_subgraph(graph: Any, k: int, *, method: str = "auto", lam: float =
         count before and after polishing, its status and swaps, and which was chosen. Pick ``"se-fw"`` for the paper's method
         alone. lam : diagonal loading (>= 1 makes the relaxation tight).
     max_iter, step, gap_tol : FW controls (``step`` "short" or "exact").
+    init, trigger : SE-FW's start (``"uniform"``, ``"peel"``, a vector or k node indices) and
+        escape trigger (``"gain"`` or ``"gap"``), see :func:`optzoo.dks.se_frank_wolfe`;
+        ``init`` applies to "se-fw", "fw" and the SE-FW run of "auto", ``trigger`` to "se-fw"
+        and "auto".
     seed : drives eigsh's start vector (FW's L, "eigen"). device : torch device for "fw",
         "se-fw" and "adamw" (None = numpy / CPU). time_limit : seconds, for "mip".
 
@@ -64,19 +69,25 @@ def densest_k_subgraph(graph: Any, k: int, *, method: str = "auto", lam: float =
                    lam=lam if method in ("auto", "se-fw", "fw", "adamw") else None)
     with warned_once():  # the checks above warned once; the solver must not repeat them
         return _dispatch(g, k, method=method, lam=lam, max_iter=max_iter, step=step,
-                         gap_tol=gap_tol, seed=seed, device=device, time_limit=time_limit)
+                         gap_tol=gap_tol, init=init, trigger=trigger, seed=seed, device=device,
+                         time_limit=time_limit)
 
 
-def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, seed, device, time_limit) -> Result:
+def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, init, trigger, seed, device,
+              time_limit) -> Result:
     if method == "auto":
-        return _auto(g, k, lam=lam, max_iter=max_iter, step=step, gap_tol=gap_tol, seed=seed,
-                     device=device)
-    if method in ("se-fw", "fw"):
-        from optzoo.dks.frank_wolfe import frank_wolfe, se_frank_wolfe
+        return _auto(g, k, lam=lam, max_iter=max_iter, step=step, gap_tol=gap_tol, init=init,
+                     trigger=trigger, seed=seed, device=device)
+    if method == "se-fw":
+        from optzoo.dks.frank_wolfe import se_frank_wolfe
 
-        fn = se_frank_wolfe if method == "se-fw" else frank_wolfe
-        return fn(g, k, lam=lam, max_iter=max_iter, step=step, gap_tol=gap_tol, seed=seed,
-                  device=device)
+        return se_frank_wolfe(g, k, lam=lam, max_iter=max_iter, step=step, gap_tol=gap_tol,
+                              init=init, trigger=trigger, seed=seed, device=device)
+    if method == "fw":
+        from optzoo.dks.frank_wolfe import frank_wolfe
+
+        return frank_wolfe(g, k, lam=lam, max_iter=max_iter, step=step, gap_tol=gap_tol,
+                           init=init, seed=seed, device=device)
     if method == "adamw":
         from optzoo.dks.torch_backend import adamw_dks
 
@@ -94,7 +105,7 @@ def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, seed, device, time_
 
 
 def _auto(g, k, **fw_options) -> Result:
-    """SE-FW from the uniform point and greedy peeling (O(n + m)), each polished by 1-swap
+    """SE-FW (from ``init``, default uniform) and greedy peeling (O(n + m)), each polished by 1-swap
     local search; the denser wins (on a tie: a run that stopped as planned, then SE-FW). SE-FW's not-converged warning is re-emitted
     only when its subgraph is the one returned."""
     from optzoo.dks._common import make_result

@@ -55,6 +55,8 @@ class TorchOps:
         self.lam, self.n = lam, graph.n
 
     def asarray(self, x):
+        if isinstance(x, torch.Tensor):
+            return x.detach().to(device=self.device, dtype=torch.float64).clone()
         return torch.as_tensor(np.asarray(x, dtype=np.float64), device=self.device).clone()
 
     def grad(self, x):
