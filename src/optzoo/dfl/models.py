@@ -42,6 +42,17 @@ __all__ = ["FeasibleSetModel", "LinearProgramModel", "enumerate_grid_paths", "en
 _SENSES = ("min", "max")
 
 
+
+def _cost_vector(c, n: int, owner: str) -> np.ndarray:
+    """A cost vector (array or tensor) as a finite float array of length ``n``."""
+    if hasattr(c, "detach"):
+        c = c.detach().cpu().numpy()
+    c = np.asarray(c, dtype=float).reshape(-1)
+    if c.shape != (n,):
+        fail("c", owner, f"a cost vector of length {n}", f"shape {c.shape}")
+    check_finite("c", c, owner=owner)
+    return c
+
 class LinearProgramModel(optModel):
     """A PyEPO ``optModel`` for a linear program or MILP, solved by HiGHS (scipy ``milp``).
 
@@ -168,14 +179,7 @@ class LinearProgramModel(optModel):
         return None, list(range(self._n))
 
     def setObj(self, c) -> None:
-        if hasattr(c, "detach"):
-            c = c.detach().cpu().numpy()
-        c = np.asarray(c, dtype=float).reshape(-1)
-        if c.shape != (self._n,):
-            fail("c", "LinearProgramModel.setObj", f"a cost vector of length {self._n}",
-                 f"shape {c.shape}")
-        check_finite("c", c, owner="LinearProgramModel.setObj")
-        self._c = c
+        self._c = _cost_vector(c, self._n, "LinearProgramModel.setObj")
 
     def solve(self):
         from scipy.optimize import milp
@@ -361,14 +365,7 @@ class FeasibleSetModel(optModel):
         return None, list(range(self.points.shape[1]))
 
     def setObj(self, c) -> None:
-        if hasattr(c, "detach"):
-            c = c.detach().cpu().numpy()
-        c = np.asarray(c, dtype=float).reshape(-1)
-        if c.shape != (self.num_cost,):
-            fail("c", "FeasibleSetModel.setObj", f"a cost vector of length {self.num_cost}",
-                 f"shape {c.shape}")
-        check_finite("c", c, owner="FeasibleSetModel.setObj")
-        self._c = c
+        self._c = _cost_vector(c, self.num_cost, "FeasibleSetModel.setObj")
 
     def solve(self):
         v = self.points @ self._c
