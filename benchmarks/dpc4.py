@@ -5,8 +5,10 @@ given) and (b) the full training step (per-sample gradients + step): optzoo's to
 against Opacus' GradSampleModule hooks. All timed functions run *interleaved*: each round runs
 every function once, in an order rotated from round to round, so machine load hits them alike;
 the ratio of a method to Opacus is the median over rounds of the paired per-round ratio.
-``step_dpc4_ef_floor/opacus`` is what DP-C4 EF cannot go below: our DP-SGD step plus the one
-extra pass over the per-sample gradients that its error memory needs (their unclipped sum).
+DP-C4 EF also needs the unclipped sum of the per-sample gradients (its error memory): with numba
+installed, a compiled pass computes it with the row norms in one read, so EF reads them twice as
+DP-SGD does; ``step_dpc4_ef_torch`` times the same step with torch's separate passes (what runs
+on GPU or without numba).
 Run as ``python -m benchmarks dpc4 [--batch 256 --hidden 256 --rounds 40]``.
 """
 
@@ -39,7 +41,7 @@ def main(argv=None) -> int:
     from opacus.optimizers import DPOptimizer
 
     from optzoo._core.io import atomic_write_json
-    from optzoo.dpc4 import DPC4, DPSGD, per_sample_grads
+    from optzoo.dpc4 import DPC4, DPSGD, core, per_sample_grads
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks dpc4")
     ap.add_argument("--batch", type=int, default=256)
@@ -117,18 +119,20 @@ def main(argv=None) -> int:
             opt.step(indices=idx)
         return f
 
-    flat = [c.reshape(B, -1) for c in cached]
-    ones = torch.ones(B)
-
-    def raw_sum():  # what EF reads beyond DP-SGD: the unclipped sum of the per-sample gradients
-        for c in flat:
-            torch.mv(c.t(), ones)
+    def torch_passes(f):  # the same call with the compiled pass switched off
+        def g():
+            kernel, core._fused_kernel = core._fused_kernel, lambda: None
+            try:
+                f()
+            finally:
+                core._fused_kernel = kernel
+        return g
 
     fns = {
-        "raw_sum_pass": raw_sum,
         "step_opacus_dpsgd": opacus_step_only(gsm_step, op_step),
         "step_optzoo_dpsgd": lambda: (fill(m_sgd), ours.step()),
         "step_dpc4_ef": lambda: (fill(m_ef), ef.step()),
+        "step_dpc4_ef_torch": torch_passes(lambda: (fill(m_ef), ef.step())),
         "step_dpc4_anchor": lambda: (fill(m_c4), c4.step(indices=idx)),
         "step_opacus_dpsgd_adam": opacus_step_only(gsm_adam, op_adam),
         "step_optzoo_dpsgd_adam": lambda: (fill(m_adam), ours_adam.step()),
@@ -147,20 +151,17 @@ def main(argv=None) -> int:
     ratios = {
         "step_optzoo_dpsgd/opacus": paired("step_optzoo_dpsgd", "step_opacus_dpsgd"),
         "step_dpc4_ef/opacus": paired("step_dpc4_ef", "step_opacus_dpsgd"),
+        "step_dpc4_ef_torch/opacus": paired("step_dpc4_ef_torch", "step_opacus_dpsgd"),
         "step_dpc4_anchor/opacus": paired("step_dpc4_anchor", "step_opacus_dpsgd"),
         "step_optzoo_dpsgd_adam/opacus_adam": paired("step_optzoo_dpsgd_adam", "step_opacus_dpsgd_adam"),
         "full_dpc4_ef/opacus": paired("full_dpc4_ef", "full_opacus_dpsgd"),
         "full_dpc4_anchor/opacus": paired("full_dpc4_anchor", "full_opacus_dpsgd"),
         "psg_torch_func/opacus_hooks": paired("psg_torch_func", "psg_opacus_hooks"),
     }
-    # EF's floor: DP-SGD's step plus the one extra pass over the per-sample gradients that the
-    # error memory needs (the raw sum); the gap above it is overhead EF could still shed
-    floor = [(a + r) / o for a, r, o in zip(times["step_optzoo_dpsgd"], times["raw_sum_pass"],
-                                             times["step_opacus_dpsgd"], strict=True)]
-    ratios["step_dpc4_ef_floor/opacus"] = statistics.median(floor)
     n_params = sum(p.numel() for p in params[m_c4])
     print(f"MLP 64-{args.hidden}-10 ({n_params} params), batch {B}, {args.threads} thread(s), "
-          f"{args.rounds} interleaved rounds (medians)")
+          f"{args.rounds} interleaved rounds (medians); compiled EF pass: "
+          f"{'yes' if core._fused_kernel() else 'no (numba not installed)'}")
     for k, v in t.items():
         print(f"  {k:24s} {v * 1e3:9.3f} ms")
     print(f"  per-sample grads/s: torch.func {B / t['psg_torch_func']:.0f}, Opacus hooks {B / t['psg_opacus_hooks']:.0f}")
@@ -168,7 +169,9 @@ def main(argv=None) -> int:
         print(f"  ratio {k:36s} {v:6.2f}x  (median of paired per-round ratios)")
     out = Path(__file__).parent / "results" / "dpc4.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out, {"config": vars(args), "n_params": n_params, "seconds": t, "ratios": ratios,
+    atomic_write_json(out, {"config": vars(args), "n_params": n_params,
+                            "compiled_ef_pass": core._fused_kernel() is not None,
+                            "seconds": t, "ratios": ratios,
                             "note": "interleaved rounds on a shared 2-core machine; medians, ratios paired "
                                     "per round"})
     return 0

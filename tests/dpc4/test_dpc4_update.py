@@ -168,3 +168,49 @@ def test_determinism():
                                clip1=0.5, clip2=1.0, noise_multiplier=1.0, generator=g)
         out.append(u)
     assert torch.equal(out[0], out[1])
+
+
+def _ef_step(parts, mem, seed=3):
+    state = dpc4_init(0, memory="ef")._replace(memory=mem)
+    return dpc4_update(parts, state, indices=None, expected_batch_size=8.0, sample_rate=0.1, clip1=1.0,
+                       clip2=0.5, noise_multiplier=1.0, feedback_noise_multiplier=1.0,
+                       generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("dtype,rtol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+@pytest.mark.parametrize("b", [0, 1, 13])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ef_compiled_pass_equals_torch_path(monkeypatch, dtype, rtol, b, threads):
+    # EF's norms + raw sums from the compiled one-read pass give the same update, error memory
+    # and released sums as torch's separate passes (used without numba, on GPU, or batched)
+    pytest.importorskip("numba")
+    from optzoo.dpc4 import core
+
+    g = torch.Generator().manual_seed(b)
+    parts = [torch.randn(b, 40, generator=g, dtype=dtype) * 3, torch.randn(b, 7, generator=g, dtype=dtype)]
+    mem = [torch.randn(40, generator=g, dtype=dtype) * 0.1, torch.randn(7, generator=g, dtype=dtype) * 0.1]
+    calls = []
+    kernel = core._fused_kernel()
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        monkeypatch.setattr(core, "_fused_kernel", lambda: (lambda *a: (calls.append(1), kernel(*a))))
+        fused = _ef_step(parts, mem)
+        assert calls, "the compiled pass was not used"
+        monkeypatch.setattr(core, "_fused_kernel", lambda: None)
+        plain = _ef_step(parts, mem)
+    finally:
+        torch.set_num_threads(before)
+    for a, c in zip(fused[0] + fused[1].memory + fused[2].sums[0], plain[0] + plain[1].memory + plain[2].sums[0],
+                    strict=True):
+        torch.testing.assert_close(a, c, rtol=rtol, atol=rtol)
+
+
+def test_ef_compiled_pass_still_refuses_nan():
+    pytest.importorskip("numba")
+    g = torch.randn(6, 30, dtype=torch.float32)
+    for bad in (float("nan"), float("inf")):
+        g2 = g.clone()
+        g2[2, 5] = bad
+        with pytest.raises(ValueError, match="'grad_samples'.*finite"):
+            _ef_step(g2, torch.zeros(30))

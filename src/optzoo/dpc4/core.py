@@ -190,6 +190,39 @@ def _row_norms(parts: list[Tensor]) -> Tensor:
                                     dim=-1)
 
 
+def _fused_kernel():
+    """The compiled norms + raw-sum pass, or None when numba is not installed."""
+    try:
+        from optzoo.dpc4._fused_numba import sqnorms_colsum
+    except ImportError:
+        return None
+    return sqnorms_colsum
+
+
+def _norms_and_raw_sums(parts: list[Tensor]) -> tuple[Tensor, list[Tensor] | None]:
+    """Row norms of the concatenation of ``parts`` and, where the compiled pass applies (2-D
+    float parts on CPU, numba installed), each part's unclipped sum over the sample dim from
+    the same read; else None, and the caller sums. The pass uses torch's thread count."""
+    kernel = None
+    if all(v.ndim == 2 and v.device.type == "cpu" and not v.requires_grad
+           and v.dtype in (torch.float32, torch.float64) for v in parts):
+        kernel = _fused_kernel()
+    if kernel is None:
+        return _row_norms(parts), None
+    import numba
+
+    threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(threads)
+    b = parts[0].shape[0]
+    sq = torch.empty(len(parts), b, dtype=parts[0].dtype)
+    sums = []
+    for k, v in enumerate(parts):
+        cs = torch.empty(v.shape[1], dtype=v.dtype)
+        kernel(v.numpy(), sq[k].numpy(), cs.numpy(), torch.empty(threads, v.shape[1], dtype=v.dtype).numpy())
+        sums.append(cs)
+    return sq.sum(0).sqrt_(), sums
+
+
 def _check_finite_norms(norms: Tensor, parts: list[Tensor], owner: str) -> None:
     # NaN/inf in any entry makes its row norm non-finite: checking b norms replaces a pass over b x d
     if norms.numel() and not bool(torch.isfinite(norms).all()):
@@ -313,14 +346,15 @@ def dpc4_update(
         return _split(u, sizes, listed), new, info
     c2 = _threshold(clip2, dt, "clip2", owner)
     zf = _scalar(0.0 if feedback_noise_multiplier is None else feedback_noise_multiplier, dt)
-    norms = _row_norms(gs)
+    norms, raw = _norms_and_raw_sums(gs)
     _check_finite_norms(norms, gs, owner)
     f1 = _factor(norms, _on(c1, dev))
-    # both sums in one call: [clip factors; ones] @ g (in the 2-D case MKL still reads g twice,
-    # like two GEMVs would: the extra pass over DP-SGD's that benchmarks/dpc4.py reports)
-    w = torch.stack([f1, torch.ones_like(f1)], dim=-2)
-    both = _cat([torch.matmul(w, g) for g in gs])
-    s1, g_sum = both[..., 0, :], both[..., 1, :]
+    if raw is not None:  # the raw sums came with the norms: one more read, for the clipped sum
+        s1, g_sum = _cat([_wsum(f1, g) for g in gs]), _cat(raw)
+    else:  # both sums in one call, [clip factors; ones] @ g (MKL still reads g twice in 2-D)
+        w = torch.stack([f1, torch.ones_like(f1)], dim=-2)
+        both = _cat([torch.matmul(w, g) for g in gs])
+        s1, g_sum = both[..., 0, :], both[..., 1, :]
     f2 = _factor(torch.linalg.vector_norm(mem, dim=-1), _on(c2, dev))[..., None]
     s2 = B * (mem * f2)
     sens2 = 2.0 * c2 * B
