@@ -137,3 +137,13 @@ def test_claims_can_hold(per_seed):
     words = {v.claim: v.verdict for v in verdicts if v.kind == "claim"}
     for cid in ("linear", "coupling", "vs_agda_theory", "weak_coupling_tuned", "lyapunov"):
         assert words[cid] == "reproduced", cid
+
+
+def test_iteration_ratio_censors_both_at_one_cap():
+    # AGDA's iteration budget is half TALDA-R's (equal gradient calls): an unconverged AGDA run
+    # (inf) must not count as faster than a TALDA-R run that converged after AGDA's budget
+    s = {"tuned": {"agda": {"iters": [np.inf, 10.0, 30.0], "iter_budget": 50},
+                   "talda": {"iters": [80.0, 20.0, np.inf], "iter_budget": 100}}}
+    got = repro._log_ratio_tuned(s, "agda", "talda", "iters")
+    want = np.mean([0.0, np.log(10 / 20), np.log(30 / 50)])
+    assert got == pytest.approx(want, rel=1e-12)
