@@ -214,3 +214,9 @@ def test_ef_compiled_pass_still_refuses_nan():
         g2[2, 5] = bad
         with pytest.raises(ValueError, match="'grad_samples'.*finite"):
             _ef_step(g2, torch.zeros(30))
+
+
+def test_ef_parts_with_different_batch_sizes_are_refused():
+    # refused before any pass runs (the compiled one would write past its buffers)
+    with pytest.raises(ValueError, match=r"'grad_samples' argument of dpc4_update must be tensors with the same"):
+        _ef_step([torch.randn(6, 30), torch.randn(5, 4)], [torch.zeros(30), torch.zeros(4)])

@@ -174,11 +174,16 @@ def clip_rows(v: Tensor, c) -> Tensor:
     return v * _factor(torch.linalg.vector_norm(v, dim=-1), c)[..., None]
 
 
-def _parts(x) -> tuple[list[Tensor], bool]:
-    """A tensor is one part; a list/tuple of tensors (one per parameter) is several."""
+def _parts(x, owner: str | None = None) -> tuple[list[Tensor], bool]:
+    """A tensor is one part; a list/tuple of tensors (one per parameter) is several. With
+    ``owner``, the parts are per-sample gradients: they must share their leading (..., b) dims."""
     if isinstance(x, Tensor):
         return [x], False
-    return list(x), True
+    parts = list(x)
+    if owner is not None and len({v.shape[:-1] for v in parts}) > 1:
+        fail("grad_samples", owner, "tensors with the same leading (..., b) dims (one row per sample)",
+             [tuple(v.shape) for v in parts])
+    return parts, True
 
 
 def _row_norms(parts: list[Tensor]) -> Tensor:
@@ -204,8 +209,10 @@ def _norms_and_raw_sums(parts: list[Tensor]) -> tuple[Tensor, list[Tensor] | Non
     float parts on CPU, numba installed), each part's unclipped sum over the sample dim from
     the same read; else None, and the caller sums. The pass uses torch's thread count."""
     kernel = None
-    if all(v.ndim == 2 and v.device.type == "cpu" and not v.requires_grad
-           and v.dtype in (torch.float32, torch.float64) for v in parts):
+    b, dt = parts[0].shape[0], parts[0].dtype
+    if dt in (torch.float32, torch.float64) and all(
+            v.ndim == 2 and v.shape[0] == b and v.dtype == dt and v.device.type == "cpu" and not v.requires_grad
+            for v in parts):
         kernel = _fused_kernel()
     if kernel is None:
         return _row_norms(parts), None
@@ -213,8 +220,7 @@ def _norms_and_raw_sums(parts: list[Tensor]) -> tuple[Tensor, list[Tensor] | Non
 
     threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
     numba.set_num_threads(threads)
-    b = parts[0].shape[0]
-    sq = torch.empty(len(parts), b, dtype=parts[0].dtype)
+    sq = torch.empty(len(parts), b, dtype=dt)
     sums = []
     for k, v in enumerate(parts):
         cs = torch.empty(v.shape[1], dtype=v.dtype)
@@ -311,7 +317,7 @@ def dpc4_update(
     n x d copy per step; the optimizer uses it).
     """
     owner = "dpc4_update"
-    gs, listed = _parts(grad_samples)
+    gs, listed = _parts(grad_samples, owner)
     sizes = [g.shape[-1] for g in gs]
     B = float(expected_batch_size)
     dt, dev = gs[0].dtype, gs[0].device
@@ -383,7 +389,7 @@ def dpsgd_update(
     division by the *expected* batch size. ``grad_samples``: (..., b, d) or a list of
     (..., b, d_k), one per parameter (then ``u_t`` is a list of views). Returns (u_t, info)."""
     owner = "dpsgd_update"
-    gs, listed = _parts(grad_samples)
+    gs, listed = _parts(grad_samples, owner)
     sizes = [g.shape[-1] for g in gs]
     c = _threshold(clip, gs[0].dtype, "clip", owner)
     z = _scalar(noise_multiplier, gs[0].dtype)
