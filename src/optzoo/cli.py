@@ -85,7 +85,7 @@ def reproduce(
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     resume: Annotated[bool, typer.Option(help="skip units finished in OUT by the same code and config")] = False,
-    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks")] = False,
+    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
 ) -> None:
     """Run papers' reproductions, one process per (paper, seed), and write the report."""
     from optzoo.papers import get_paper, implemented_papers
@@ -121,7 +121,7 @@ def report(
     slugs: Annotated[list[str] | None, typer.Argument(help="papers to report (default: all implemented)")] = None,
     scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
     out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
-    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks")] = False,
+    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
 ) -> None:
     """Judge the finished units in OUT without running anything, and write the report."""
     from optzoo.papers import get_paper, implemented_papers

@@ -105,3 +105,25 @@ def test_readme_verdict_column_is_updated(tmp_path):
             "2/3 claims reproduced, 1 not reproduced (quick) |") in text
     assert "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |" in text
     assert not update_readme_verdicts(readme, [run], "quick")  # idempotent
+
+
+def test_full_scale_block_is_its_own(tmp_path):
+    from optzoo.repro.report import results_markers, write_scale_docs
+
+    run = _run(tmp_path)
+    run.scale = "full"
+    docs = tmp_path / "docs"
+    (docs / "papers").mkdir(parents=True)
+    fb, fe = results_markers("full")
+    page = docs / "papers" / "dks.md"
+    page.write_text(f"# dks\n\n{RESULTS_BEGIN}\nquick 0.5 numbers\n{RESULTS_END}\n\n### Full\n\n{fb}\nold\n{fe}\n")
+    (docs / "results" / "dks").mkdir(parents=True)
+    (docs / "results" / "dks" / "quick.png").write_bytes(b"png")
+    assert write_scale_docs([run], docs, "full") == [page]
+    text = page.read_text()
+    # quick's block, quick's figures and RESULTS.md are left alone; the full block is rewritten
+    assert "quick 0.5 numbers" in text and "\nold\n" not in text and "finite_step" in text.split(fb)[1]
+    assert "../results/full/dks/forest.png" in text and (docs / "results" / "full" / "dks" / "forest.png").exists()
+    assert (docs / "results" / "dks" / "quick.png").exists() and not (docs / "RESULTS.md").exists()
+    with pytest.raises(ValueError, match="other than quick"):
+        write_scale_docs([run], docs, "quick")

@@ -209,13 +209,20 @@ def reproduce(
 def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], *, out: Path,
                   scale: str, write_docs: bool, docs_dir: Path, console) -> None:
     """report.md and report.html in OUT; with ``write_docs`` also docs/RESULTS.md, the Results
-    blocks of docs/papers/*.md and the README's last-verdicts column."""
+    blocks of docs/papers/*.md and the README's last-verdicts column (at quick scale; at another
+    scale only that scale's own block of each docs page)."""
     from optzoo.papers import implemented_papers
     from optzoo.repro import report
 
     report.write_markdown(runs, out / "report.md", meta)
     report.write_html(runs, out / "report.html", meta)
     if not write_docs:
+        return
+    if scale != "quick":  # a full (or smoke) run is recorded in its own block of each docs page
+        pages = report.write_scale_docs(runs, docs_dir, scale)
+        begin, _ = report.results_markers(scale)
+        console.log(f"wrote the {scale} Results block of {len(pages)} docs page(s)"
+                    + ("" if pages else f" (a page needs the markers {begin} ... to get one)"))
         return
     # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,
     # not only the papers of this invocation, so papers can be re-run one at a time.

@@ -378,24 +378,63 @@ def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]
     return path
 
 
-def update_paper_docs(page: Path, run: PaperRun) -> bool:
-    """Replace the text between :data:`RESULTS_BEGIN` and :data:`RESULTS_END` in a paper's
+def results_markers(scale: str = "quick") -> tuple[str, str]:
+    """The markers of a docs page's generated Results block: quick's are :data:`RESULTS_BEGIN`
+    and :data:`RESULTS_END`; a block for another scale (a full run, recorded once) has its own."""
+    if scale == "quick":
+        return RESULTS_BEGIN, RESULTS_END
+    return f"<!-- optzoo:results:{scale}:begin -->", f"<!-- optzoo:results:{scale}:end -->"
+
+
+def _figure_dir(slug: str, scale: str) -> str:
+    """Where a scale's figures live under docs/ (quick: results/<slug>)."""
+    return f"results/{slug}" if scale == "quick" else f"results/{scale}/{slug}"
+
+
+def write_scale_docs(runs: list[PaperRun], docs_dir: Path, scale: str) -> list[Path]:
+    """For a scale other than quick: the figures in ``docs/results/<scale>/<slug>/`` and the
+    scale's own Results block of each docs page that has its markers (docs/RESULTS.md and the
+    README stay quick's). Returns the pages that changed."""
+    if scale == "quick":
+        raise ValueError("write_scale_docs is for scales other than quick (use write_results_doc)")
+    docs_dir = Path(docs_dir)
+    changed = []
+    for run in runs:
+        dest = docs_dir / _figure_dir(run.slug, scale)
+        if dest.exists():
+            shutil.rmtree(dest)
+        if run.figures:
+            dest.mkdir(parents=True, exist_ok=True)
+            for fig in run.figures:
+                shutil.copy2(fig, dest / Path(fig).name)
+        page = docs_dir / "papers" / f"{run.slug}.md"
+        if update_paper_docs(page, run, scale=scale):
+            changed.append(page)
+    return changed
+
+
+def update_paper_docs(page: Path, run: PaperRun, *, scale: str = "quick") -> bool:
+    """Replace the text between the ``scale``'s markers (:func:`results_markers`) in a paper's
     docs page with the results of ``run`` (figures linked from ``docs/results``). Returns True
     if the page changed; a page without the markers is left alone."""
     page = Path(page)
     if not page.exists():
         return False
     text = page.read_text()
-    if RESULTS_BEGIN not in text or RESULTS_END not in text:
+    begin, end = results_markers(scale)
+    if begin not in text or end not in text:
         return False
 
     def link(fig: str) -> str:
-        return f"../results/{run.slug}/{Path(fig).name}"
+        return f"../{_figure_dir(run.slug, scale)}/{Path(fig).name}"
 
-    body = ["", "_Written by `optzoo reproduce --write-docs` (or `optzoo report --write-docs`); do not edit by hand._", "",
-            *_paper_lines(run, link, heading="###"), ""]
-    new = re.sub(re.escape(RESULTS_BEGIN) + r".*?" + re.escape(RESULTS_END),
-                 lambda _m: RESULTS_BEGIN + "\n".join(body) + RESULTS_END, text, count=1, flags=re.S)
+    written = "`optzoo reproduce --write-docs` (or `optzoo report --write-docs`)"
+    if scale != "quick":
+        written = f"`optzoo reproduce {run.slug} --scale {scale} --write-docs` (or `optzoo report`)"
+    body = ["", f"_Written by {written}; do not edit by hand._", "",
+            *_paper_lines(run, link, heading="###" if scale == "quick" else "####"), ""]
+    new = re.sub(re.escape(begin) + r".*?" + re.escape(end),
+                 lambda _m: begin + "\n".join(body) + end, text, count=1, flags=re.S)
     if new != text:
         page.write_text(new)
         return True
