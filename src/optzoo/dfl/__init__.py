@@ -14,7 +14,9 @@ Neither is "the paper's loss". The rest of the package is exact and independent 
 question: licence-free PyEPO models on SciPy's HiGHS (:class:`LinearProgramModel`, built from
 matrices or, with :meth:`LinearProgramModel.from_scipy`, from a scipy ``milp`` problem's
 ``LinearConstraint`` / ``Bounds`` / ``integrality``; :func:`shortest_path_model`,
-:func:`knapsack_model`), an exact enumeration oracle
+:func:`knapsack_model`; PyEPO's TSP and portfolio problems as :func:`tsp_model`, an exact
+MILP on HiGHS, and :func:`portfolio_model`, an exact KKT solve of the Markowitz QCQP), an
+exact enumeration oracle
 (:class:`FeasibleSetModel`), solver-call counting (:func:`count_solver_calls`), the one-off
 pre-computation (:func:`precompute`), regret (:func:`decision_regret`, and PyEPO's
 ``pyepo.metric.regret`` in :func:`train_predictor`) and one training loop for every loss.
@@ -39,12 +41,17 @@ Example (shortest path, PyEPO data, candidate A; the block refuses any solver ca
 from optzoo.dfl.models import (
     FeasibleSetModel,
     LinearProgramModel,
+    PortfolioModel,
+    TSPModel,
     enumerate_grid_paths,
     enumerate_knapsack,
     grid_arcs,
     knapsack_model,
+    portfolio_model,
     pyepo_model,
     shortest_path_model,
+    tsp_model,
+    tsp_tour,
 )
 from optzoo.dfl.training import (
     SolverCallCounter,
@@ -58,16 +65,21 @@ from optzoo.dfl.training import (
 __all__ = [
     "FeasibleSetModel",
     "LinearProgramModel",
+    "PortfolioModel",
     "SolverCallCounter",
     "SolverCallError",
+    "TSPModel",
     "count_solver_calls",
     "decision_regret",
     "enumerate_grid_paths",
     "enumerate_knapsack",
     "grid_arcs",
     "knapsack_model",
+    "portfolio_model",
     "precompute",
     "pyepo_model",
     "shortest_path_model",
     "train_predictor",
+    "tsp_model",
+    "tsp_tour",
 ]

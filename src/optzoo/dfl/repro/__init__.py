@@ -5,7 +5,8 @@ labelled A (directional) and B (pool softmin) in the claim id and statement; nei
 paper's loss, so a verdict says what these candidates do, not what the paper's loss does.
 
 Per seed and (problem, deg): fresh PyEPO data (shortest path 5x5 / knapsack 32 items, 2
-dims, capacity 20; 5 features, noise half-width 0.5), a 20% validation split of the training
+dims, capacity 20; at full also TSP 10 nodes / portfolio 50 assets; 5 features, noise
+half-width 0.5), a 20% validation split of the training
 set, the same initial ``nn.Linear`` and batch order for all methods, Adam for ``epochs``
 epochs, and per method the lr with the lowest validation regret from the same grid (tau of B
 fixed at 1, see ``Config``); test regret is ``pyepo.metric.regret`` (normalised). Timing: CPU time with SciPy's HiGHS
@@ -109,7 +110,8 @@ SCALES = {
                     epochs=2, lrs=(1e-2,), taus=(1.0,), methods=("mse", "spo", "pfyl", "dbb", "nce", "A", "B"),
                     time_n=20, time_epochs_free=2, time_rounds=2, time_methods=("mse", "spo", "A", "B"), seeds=2),
     "quick": Config(),
-    "full": Config(problems=tuple((p, d) for p in ("shortest_path", "knapsack") for d in (1, 2, 4, 6)),
+    "full": Config(problems=tuple((p, d) for p in ("shortest_path", "knapsack", "tsp", "portfolio")
+                                  for d in (1, 2, 4, 6)),
                    n_train=1000, n_test=1000, epochs=50, pfyl_samples=10, time_n=500,
                    methods=("mse", "spo", "pfyl", "dbb", "nce", "spo_light", "cmap_light", "A", "B"),
                    time_epochs=2, time_epochs_free=20,

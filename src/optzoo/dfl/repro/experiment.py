@@ -1,7 +1,9 @@
 """One seed of the dfl reproduction: data, methods, tuning, regret and timing.
 
 Problems come from PyEPO's generators (``pyepo.data.shortestpath.genData``,
-``pyepo.data.knapsack.genData``). Every method trains the same ``nn.Linear(p, d)`` from the
+``pyepo.data.knapsack.genData``; at full also ``pyepo.data.tsp.genData`` and
+``pyepo.data.portfolio.genData``, solved by the exact licence-free ``tsp_model`` and
+``portfolio_model``). Every method trains the same ``nn.Linear(p, d)`` from the
 same initial weights with Adam, the same batches, epochs and validation rule, through the
 library's :func:`optzoo.dfl.train_predictor`. Baselines are PyEPO's own modules
 (``pyepo.func.SPOPlus``, ``pyepo.func.perturbedFenchelYoung``, ``pyepo.func.blackboxOpt``
@@ -36,9 +38,11 @@ from optzoo.dfl import (
     enumerate_grid_paths,
     enumerate_knapsack,
     knapsack_model,
+    portfolio_model,
     precompute,
     shortest_path_model,
     train_predictor,
+    tsp_model,
 )
 from optzoo.dfl.experimental import DirectionalLoss, PoolSoftminLoss
 
@@ -59,12 +63,30 @@ METHODS = {
 SOLVER_FREE = ("mse", "A", "B")
 
 
+#: full-scale problem sizes (spec section 3: P3 TSP 10 nodes, P4 portfolio 50 assets)
+TSP_NODES = 10
+ASSETS = 50
+
+
 def make_data(problem: str, n: int, deg: int, seed: int, *, items: int = 32, dim: int = 2,
-              capacity: float = 20.0, grid=(5, 5), feats: int = 5, noise: float = 0.5):
-    """PyEPO generator output for one seed: (x, c, exact oracle, HiGHS model factory)."""
+              capacity: float = 20.0, grid=(5, 5), feats: int = 5, noise: float = 0.5,
+              nodes: int = TSP_NODES, assets: int = ASSETS):
+    """PyEPO generator output for one seed: (x, c, exact oracle, general-solver factory).
+
+    Shortest path and knapsack: the oracle enumerates the feasible points, the factory is
+    HiGHS. TSP and portfolio have no enumerated pool here: oracle and factory are the same
+    exact solvers, :func:`optzoo.dfl.tsp_model` (DFJ cut loop on HiGHS; exact like MTZ and
+    several times faster at this size) and :func:`optzoo.dfl.portfolio_model` (PyEPO's risk
+    budget ``2.25 * mean(cov)``, ``noise_level=1``, PyEPO's default)."""
     import pyepo
 
     s = derive_seed(seed, "data", problem, deg) % (2 ** 31)
+    if problem == "tsp":
+        x, c = pyepo.data.tsp.genData(n, feats, nodes, deg=deg, noise_width=noise, seed=s)
+        return x, c, tsp_model(nodes, formulation="DFJ"), lambda: tsp_model(nodes, formulation="DFJ")
+    if problem == "portfolio":
+        cov, x, c = pyepo.data.portfolio.genData(n, feats, assets, deg=deg, noise_level=1.0, seed=s)
+        return x, c, portfolio_model(cov), lambda: portfolio_model(cov)
     if problem == "shortest_path":
         x, c = pyepo.data.shortestpath.genData(n, feats, grid, deg=deg, noise_width=noise, seed=s)
         oracle = FeasibleSetModel(enumerate_grid_paths(grid), sense="min")
