@@ -362,16 +362,7 @@ def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]
     """``docs/RESULTS.md`` with the figures copied to ``docs/results/<slug>/``, and the Results
     block of every ``docs/papers/<slug>.md`` that has the markers."""
     docs_dir = Path(docs_dir)
-    prefixes = {}
-    for run in runs:
-        dest = docs_dir / "results" / run.slug
-        if dest.exists():
-            shutil.rmtree(dest)
-        if run.figures:
-            dest.mkdir(parents=True, exist_ok=True)
-            for fig in run.figures:
-                shutil.copy2(fig, dest / Path(fig).name)
-        prefixes[run.slug] = f"results/{run.slug}"
+    prefixes = {run.slug: _copy_figures(run, docs_dir, "quick") for run in runs}
     path = write_markdown(runs, docs_dir / "RESULTS.md", meta, figure_prefix=prefixes)
     for run in runs:
         update_paper_docs(docs_dir / "papers" / f"{run.slug}.md", run)
@@ -391,6 +382,19 @@ def _figure_dir(slug: str, scale: str) -> str:
     return f"results/{slug}" if scale == "quick" else f"results/{scale}/{slug}"
 
 
+def _copy_figures(run: PaperRun, docs_dir: Path, scale: str) -> str:
+    """Replace the run's figures under docs/ (:func:`_figure_dir`); returns that folder."""
+    rel = _figure_dir(run.slug, scale)
+    dest = docs_dir / rel
+    if dest.exists():
+        shutil.rmtree(dest)
+    if run.figures:
+        dest.mkdir(parents=True, exist_ok=True)
+        for fig in run.figures:
+            shutil.copy2(fig, dest / Path(fig).name)
+    return rel
+
+
 def write_scale_docs(runs: list[PaperRun], docs_dir: Path, scale: str) -> list[Path]:
     """For a scale other than quick: the figures in ``docs/results/<scale>/<slug>/`` and the
     scale's own Results block of each docs page that has its markers (docs/RESULTS.md and the
@@ -400,13 +404,7 @@ def write_scale_docs(runs: list[PaperRun], docs_dir: Path, scale: str) -> list[P
     docs_dir = Path(docs_dir)
     changed = []
     for run in runs:
-        dest = docs_dir / _figure_dir(run.slug, scale)
-        if dest.exists():
-            shutil.rmtree(dest)
-        if run.figures:
-            dest.mkdir(parents=True, exist_ok=True)
-            for fig in run.figures:
-                shutil.copy2(fig, dest / Path(fig).name)
+        _copy_figures(run, docs_dir, scale)
         page = docs_dir / "papers" / f"{run.slug}.md"
         if update_paper_docs(page, run, scale=scale):
             changed.append(page)
