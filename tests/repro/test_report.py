@@ -6,6 +6,7 @@ from optzoo.repro.report import (
     RESULTS_BEGIN,
     RESULTS_END,
     format_numbers,
+    merge_results_markdown,
     paper_summary,
     update_paper_docs,
     write_html,
@@ -58,6 +59,36 @@ def test_reports_show_summary_kinds_errors_and_figures(tmp_path):
     doc = write_results_doc([run], tmp_path / "docs", meta)
     assert (tmp_path / "docs" / "results" / "dks" / "forest.png").exists()
     assert "](results/dks/forest.png)" in doc.read_text()
+
+
+def _renamed(run, slug, verdicts=None):
+    from dataclasses import replace
+
+    if verdicts is None:
+        return replace(run, slug=slug)
+    return replace(run, slug=slug, verdicts=verdicts, errors={})
+
+
+def test_results_doc_rewrites_only_the_papers_of_the_run(tmp_path):
+    run = _run(tmp_path)
+    meta = {"scale": "quick", "seeds": "per paper", "environment": {}}
+    a, b, c = _renamed(run, "dks"), _renamed(run, "comparison"), _renamed(run, "talda")
+    docs = tmp_path / "docs"
+    full = write_results_doc([a, b, c], docs, meta).read_text()
+    # re-running b alone, now with only its claim: a's and c's parts stay as they were
+    b2 = _renamed(run, "comparison", [judge(CLAIM, [1.0, 1.1, 0.9, 1.2, 1.0])])
+    text = write_results_doc([b2], docs, meta, order=["dks", "comparison", "talda"]).read_text()
+    for slug, verdict in (("dks", "not reproduced"), ("talda", "not reproduced"),
+                          ("comparison", "reproduced")):
+        assert f"| {slug} | finite_step | **{verdict}** |" in text
+    for kind in ("claim", "finding", "check"):  # every cross-paper table keeps its head and rule
+        assert f"| paper | {kind} | verdict | estimate [interval] vs threshold | if inconclusive |\n| --- |" in text
+    assert "| comparison | ours |" not in text and "| dks | ours |" in text  # b2 has no findings now
+    assert "- comparison: seed 5 crashed" not in text and "- talda: seed 5 crashed" in text
+    order = [text.index(f"\n## {s}: ") for s in ("dks", "comparison", "talda")]
+    assert order == sorted(order) and text.count("\n## comparison: ") == 1
+    # merging a complete report into any older one gives that report unchanged
+    assert merge_results_markdown(text, full) == full
 
 
 def test_forest_plot_is_drawn(tmp_path):

@@ -236,10 +236,18 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
     order = {p.slug: p.number for p in implemented_papers()}
     doc_runs.sort(key=lambda r: order.get(r.slug, 0))
     merged = sorted({r.slug for r in doc_runs} - set(slugs))
-    doc_meta = dict(meta, note=(
-        f"Papers not named in this command ({', '.join(merged)}) are judged from their "
-        f"earlier finished units in `{out}`; each section gives its own seeds.") if merged else "")
-    path = report.write_results_doc(doc_runs, docs_dir, doc_meta)
+    notes = [f"Papers not named in this command ({', '.join(merged)}) are judged from their "
+             f"earlier finished units in `{out}`; each section gives its own seeds."] if merged else []
+    previous = Path(docs_dir) / "RESULTS.md"
+    kept = [] if not previous.exists() else [
+        s for s in report.parse_results_markdown(previous.read_text())["summary"]
+        if s not in {r.slug for r in doc_runs}]
+    if kept:
+        notes.append(f"Papers with no units in `{out}` ({', '.join(kept)}) are kept as the "
+                     "previous docs/RESULTS.md had them (their own runs; each summary line "
+                     "gives its seeds and the commit of its units).")
+    doc_meta = dict(meta, note=" ".join(notes))
+    path = report.write_results_doc(doc_runs, docs_dir, doc_meta, order=sorted(order, key=order.get))
     console.log(f"wrote {path} and the Results blocks of docs/papers ({len(doc_runs)} papers)")
     if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
         console.log("updated the last-verdicts column of README.md")

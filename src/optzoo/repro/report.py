@@ -25,6 +25,8 @@ __all__ = [
     "RESULTS_END",
     "console_table",
     "format_numbers",
+    "merge_results_markdown",
+    "parse_results_markdown",
     "paper_summary",
     "update_paper_docs",
     "update_readme_verdicts",
@@ -358,15 +360,91 @@ def _img(fig: Path) -> str:
     return f"<img alt='{html.escape(fig.stem)}' src='data:image/png;base64,{data}'>"
 
 
-def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any]) -> Path:
+def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any],
+                      order: list[str] | None = None) -> Path:
     """``docs/RESULTS.md`` with the figures copied to ``docs/results/<slug>/``, and the Results
-    block of every ``docs/papers/<slug>.md`` that has the markers."""
+    block of every ``docs/papers/<slug>.md`` that has the markers.
+
+    The papers of ``runs`` replace their parts of an existing RESULTS.md (summary line, rows of
+    the cross-paper tables, problems, section); every other paper's parts are kept as they were
+    (:func:`merge_results_markdown`), so that papers can be re-run one at a time. ``order``: the
+    papers' order in the document (default: the order of ``runs``, then the kept ones)."""
     docs_dir = Path(docs_dir)
     prefixes = {run.slug: _copy_figures(run, docs_dir, "quick") for run in runs}
-    path = write_markdown(runs, docs_dir / "RESULTS.md", meta, figure_prefix=prefixes)
+    path = docs_dir / "RESULTS.md"
+    old = path.read_text() if path.exists() else None
+    write_markdown(runs, path, meta, figure_prefix=prefixes)
+    if old is not None:
+        path.write_text(merge_results_markdown(old, path.read_text(), order))
     for run in runs:
         update_paper_docs(docs_dir / "papers" / f"{run.slug}.md", run)
     return path
+
+
+_TABLES = ("### Claims of the papers", "### Our findings (not the papers' claims)",
+           "### Checks of our implementation (not counted)", "### Problems")
+
+
+def parse_results_markdown(text: str) -> dict[str, Any]:
+    """The parts of a report written by :func:`write_markdown`: the header (up to the summary),
+    and per paper its summary line, its rows of each cross-paper table and its section."""
+    lines = text.rstrip("\n").split("\n")
+    i = lines.index("## Summary")
+    doc: dict[str, Any] = {"header": lines[:i], "summary": {}, "rows": {t: {} for t in _TABLES},
+                           "heads": {}, "sections": {}}
+    part, current = "summary", None
+    for line in lines[i + 1:]:
+        m = re.match(r"## (\S+?): ", line)
+        if m:
+            part, current = "section", m.group(1)
+            doc["sections"][current] = [line]
+        elif part == "section":
+            doc["sections"][current].append(line)
+        elif line in _TABLES:
+            part = line
+        elif part == "summary" and line.startswith("- **"):
+            slug = line[4:line.index("**", 4)]
+            doc["summary"][slug] = line
+        elif part in _TABLES and line.startswith("| ") and part != "### Problems":
+            slug = line[2:line.index(" |")]
+            if slug in ("paper", "---"):  # the table's head and its rule
+                doc["heads"].setdefault(part, []).append(line)
+            else:
+                doc["rows"][part].setdefault(slug, []).append(line)
+        elif part == "### Problems" and line.startswith("- "):
+            doc["rows"][part].setdefault(line[2:line.index(":")], []).append(line)
+    return doc
+
+
+def merge_results_markdown(old: str, new: str, order: list[str] | None = None) -> str:
+    """``new`` (a report of some papers) with every paper that only ``old`` has kept from
+    ``old``: its summary line, table rows, problems and section, in ``order`` (default: new's
+    papers, then old's others). The header is new's."""
+    o, n = parse_results_markdown(old), parse_results_markdown(new)
+    fresh = list(n["summary"])
+    slugs = fresh + [s for s in o["summary"] if s not in fresh]
+    if order:
+        rank = {s: i for i, s in enumerate(order)}
+        slugs.sort(key=lambda s: rank.get(s, len(rank)))
+
+    def src(slug):
+        return n if slug in fresh else o
+
+    out = [*n["header"], "## Summary", ""]
+    out += [src(s)["summary"][s] for s in slugs]
+    for title in _TABLES:
+        rows = [r for s in slugs for r in src(s)["rows"][title].get(s, [])]
+        if not rows:
+            continue
+        head = n["heads"].get(title) or o["heads"].get(title) or []
+        out += ["", title, "", *head, *rows]
+    for s in slugs:
+        if s in src(s)["sections"]:
+            sec = src(s)["sections"][s]
+            while sec and not sec[-1]:
+                sec = sec[:-1]
+            out += ["", *sec]
+    return "\n".join(out) + "\n"
 
 
 def results_markers(scale: str = "quick") -> tuple[str, str]:
