@@ -1,23 +1,28 @@
-"""E3 of the spec for one seed: fine-tuning the tinylm ``icl`` checkpoint on the shifted family
-with first-order SGD and Adam (``torch.optim``), MeZO (:class:`ZOSGD`, P = 1) and ZO-SGD with
-P perturbations (Gaussian; Rademacher at full), from the same init and on the same batches.
+"""E3 of the spec for one seed: fine-tuning the tinylm ``icl`` checkpoint with first-order SGD
+and Adam (``torch.optim``), MeZO (:class:`ZOSGD`, P = 1) and ZO-SGD with P perturbations
+(Gaussian; Rademacher too at full), from the same init and on the same batches.
 
-Data (INFERRED, ours). Per seed and stream (``"tune"`` or ``"eval"``, derived from the seed by
-key, so tuning never sees the evaluation stream): ``tasks`` rules of the shifted (XOR) family,
-each with ONE fixed set of ``demos`` demonstrations (the prompt, as in MeZO's prompt-based
-fine-tuning), from :func:`optzoo.tinylm.icl_eval_set`. The 64 possible query inputs are split
-per stream: ``heldout_inputs`` of them are never trained on; the held-out set is every task
-with each held-out input once. Training batches are ``batch`` random (task, training input)
-queries, the same batch at step t for every method. The loss is the cross-entropy of the two
-label words (L0, L1) at the last position; held-out accuracy and loss use the same two words.
+Task (INFERRED, ours). Per seed and stream (``"tune"`` or ``"eval"``, derived from the seed by
+key, so tuning never sees the evaluation stream): ONE rule of the ``pretrain`` family
+(y = x_j XOR flip) asked zero-shot, i.e. the prompt is the query's features only, with no
+demonstrations. The checkpoint was pre-trained to read the rule from demonstrations, so
+zero-shot it sits at chance and fine-tuning must put the rule into the weights (the shift).
+Of the 64 query inputs, ``heldout_inputs`` (half of each label) are never trained on; the
+held-out set is each of them once. Training batches are ``batch`` random training queries, the
+same batch at step t for every method. The loss is the cross-entropy of the two label words
+(L0, L1) at the last position; held-out accuracy and loss use the same two words. The pilot
+(docs/papers/zo_sgd.md) shows why not the XOR family with demonstrations: no method left
+chance there.
 
 Learning rates: each method on its own log-spaced grid of the SAME size and ratio, tuned on
-the tune stream (``tune_steps`` steps, lowest held-out loss of the tune stream at the end).
+the tune stream (``tune_steps`` steps; lowest held-out loss AUC, the mean over the run's
+evaluations). A run whose held-out loss turns non-finite or exceeds ``DIVERGE_FACTOR`` times
+its initial one has diverged (it stops; +inf in tuning).
 
-Tracking (claim ``training``, rule fixed before any pilot): from the same init and batches,
-SGD, MeZO and ZO-SGD (P) all run at ONE learning rate, the one tuned for ZO-SGD (P);
-Δz = log π_K − log π_0 of the two label words on the held-out prompts after K steps, and
-cos(Δz_ZO, Δz_SGD). The judged numbers are cos(P) and cos(P) − cos(P = 1), paired per seed.
+Tracking (claim ``training``): from the same init and batches, SGD, MeZO and ZO-SGD (P) run
+``track_steps`` steps at ONE learning rate, the one tuned for ZO-SGD (P);
+Δz = log π_K − log π_0 of the two label words on the held-out prompts, and cos(Δz_ZO, Δz_SGD).
+The judged numbers are cos(P) and cos(P) − cos(P = 1), paired per seed.
 
 One-step prediction (finding): the first ZO-SGD (P) step's realised Δ log π on the held-out
 prompts against :func:`one_step_prediction` with the ZO kernel of that step's own directions
