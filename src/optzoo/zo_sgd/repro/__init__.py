@@ -307,20 +307,25 @@ _LABELS = {"sgd": "SGD", "adam": "Adam", "mezo": "MeZO (P=1)", "zo_gaussian": "Z
 
 
 def _training_figure(trained: list[dict], outdir: Path) -> Path:
-    """E3: held-out accuracy and loss against training forward passes (mean over seeds, tuned
-    lr per method), and the per-seed tracking cosines."""
+    """E3: held-out accuracy and loss against training forward passes (median over seeds at
+    each evaluation, tuned lr per method; a run stopped as diverged drops out of the later
+    medians), and the per-seed tracking cosines."""
     fig, axes = new_figure(1, 3, figsize=(12, 3.6))
     for j, m in enumerate(trained[0]["runs"]):
         curves = [t["runs"][m]["curve"] for t in trained]
-        n = min(len(c["forwards"]) for c in curves)
-        f = np.asarray(curves[0]["forwards"][:n], float)
+        longest = max(curves, key=lambda c: len(c["forwards"]))
+        n = len(longest["forwards"])
+        f = np.asarray(longest["forwards"], float)
         for ax, key in ((axes[0], "acc"), (axes[1], "loss")):
-            vals = np.array([[np.nan if v is None else v for v in c[key][:n]] for c in curves], float)
-            ax.plot(np.maximum(f, 1), np.nanmean(vals, 0), "o-", ms=3, color=f"C{j}",
+            vals = np.full((len(curves), n), np.nan)
+            for i, c in enumerate(curves):
+                vals[i, :len(c[key])] = [np.nan if v is None else v for v in c[key]]
+            ax.plot(np.maximum(f, 1), np.nanmedian(vals, 0), "o-", ms=3, color=f"C{j}",
                     label=_LABELS.get(m, m))
     for ax, lab in ((axes[0], "held-out accuracy"), (axes[1], "held-out loss")):
         ax.set_xscale("log")
-        ax.set(xlabel="training forward passes (ZO: 2P per step, FO: 3)", ylabel=lab)
+        ax.set(xlabel="training forward passes (ZO: 2P per step, FO: 3)", ylabel=f"{lab} (median)")
+    axes[1].set_yscale("log")
     axes[0].axhline(0.5, color="k", lw=0.6, ls=":")
     axes[0].legend(fontsize=7)
     keys = [("cos_zo", "ZO-SGD (P)"), ("cos_mezo", "MeZO, same lr"), ("cos_mezo_own_lr", "MeZO, own lr"),
