@@ -114,9 +114,15 @@ def test_report_existing_judges_without_running(tmp_path):
                            modules={"selftest": MOD}) == 0
     assert "positive_mean" in (tmp_path / "report.md").read_text()
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "selftest").glob("seed-*.json")}
-    # nothing finished at this scale: reported, and a non-zero exit
+    # nothing finished at this scale: reported, a non-zero exit, and docs left alone (an
+    # empty run must not replace a paper's recorded Results block or its figures)
+    docs = tmp_path / "docs"
+    (docs / "papers").mkdir(parents=True)
+    page = docs / "papers" / "selftest.md"
+    page.write_text("<!-- optzoo:results:begin -->\nrecorded\n<!-- optzoo:results:end -->\n")
     assert report_existing(["selftest"], scale="quick", out=tmp_path, console=console,
-                           modules={"selftest": MOD}) == 1
+                           modules={"selftest": MOD}, write_docs=True, docs_dir=docs) == 1
+    assert "recorded" in page.read_text() and not (docs / "RESULTS.md").exists()
 
 
 def test_default_seeds_come_from_scales(tmp_path):

@@ -218,6 +218,14 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
     report.write_html(runs, out / "report.html", meta)
     if not write_docs:
         return
+    empty = [r.slug for r in runs if not r.per_seed]
+    if empty:  # never replace a paper's recorded results with an empty block
+        console.log(f"not writing docs for {', '.join(empty)}: no finished units at scale "
+                    f"{scale!r} in {out}")
+        runs = [r for r in runs if r.per_seed]
+        slugs = [s for s in slugs if s not in empty]
+        if not runs:
+            return
     if scale != "quick":  # a full (or smoke) run is recorded in its own block of each docs page
         pages = report.write_scale_docs(runs, docs_dir, scale)
         begin, _ = report.results_markers(scale)
