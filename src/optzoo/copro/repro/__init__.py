@@ -24,7 +24,9 @@ from optzoo._core.rng import np_rng
 from optzoo.copro.repro.opamp_task import (
     ARMS,
     BASELINES,
+    NSGA2_POP,
     REGIMES,
+    nsga2_search,
     random_search,
     sample_specs,
     train_arm,
@@ -133,6 +135,8 @@ def run(config: Config, seed: int, progress) -> dict:
         budget = max(cfg.iters * cfg.n_specs * cfg.G // cfg.eval_specs, cfg.eval_k)
         res["random_search"] = {"hv": random_search(regime, cfg, seed, budget, eval_specs=held),
                                 "budget_per_spec": budget}
+        res["nsga2"] = {"hv": nsga2_search(regime, cfg, seed, budget, eval_specs=held),
+                        "budget_per_spec": budget, "pop_size": NSGA2_POP}
         out["regimes"][regime] = res
     return out
 
