@@ -234,16 +234,17 @@ def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
     paths = []
     fig, axes = new_figure(1, len(envs), figsize=(4.5 * len(envs), 3.5), squeeze=False)
     for ax, e in zip(axes[0], envs, strict=True):
-        for arm in per_seed[0]["envs"][e]:
-            if arm == "ppo_x10":
-                continue
+        for j, arm in enumerate(a for a in per_seed[0]["envs"][e] if a != "ppo_x10"):
             steps = np.asarray(per_seed[0]["envs"][e][arm]["steps"], dtype=float)
             R = np.array([r["envs"][e][arm]["returns"] for r in per_seed], dtype=float)
-            m = R.mean(0)
-            se = R.std(0, ddof=1) / np.sqrt(len(R)) if len(R) > 1 else 0 * m
-            ax.plot(steps, m, marker="o", ms=3, label=arm)
-            ax.fill_between(steps, m - se, m + se, alpha=0.2)
-        ax.set(title=e, xlabel="environment steps", ylabel="evaluation return (mean ± SE)")
+            ax.plot(steps, R.T, color=f"C{j}", lw=0.6, alpha=0.35)  # every seed
+            ax.plot(steps, np.median(R, 0), color=f"C{j}", marker="o", ms=3, label=arm)
+        # a policy that learnt to spin scores far below a random one: clip the axis, say so
+        lo = max(float(np.min([np.median([r["envs"][e][a]["returns"] for r in per_seed], 0).min()
+                               for a in per_seed[0]["envs"][e]])) * 1.2, -4000.0)
+        ax.set_ylim(bottom=lo)
+        ax.set(title=f"{e} (y axis cut at {lo:.0f})", xlabel="environment steps",
+               ylabel="evaluation return (median; thin: seeds)")
         ax.legend(fontsize=7)
     paths.append(save_figure(fig, outdir / "return_vs_steps.png", dpi=90))
     fig, axes = new_figure(1, 2, figsize=(9, 3.3), squeeze=False)
