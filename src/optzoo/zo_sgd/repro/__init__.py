@@ -12,7 +12,7 @@ estimate (rebuilt by :func:`zo_sgd_update` from the same directions) with the ex
 
 The training experiment (E3, claims ``training``, ``zo_needs_more_steps`` and the finding
 ``one_step_dlogp``) is in :mod:`optzoo.zo_sgd.repro.training`: the ``icl`` checkpoint
-fine-tuned on the shifted family with SGD, Adam, MeZO and ZO-SGD (P = 16).
+fine-tuned on a zero-shot single-rule task with SGD, Adam, MeZO and ZO-SGD (P = 16).
 """
 
 from __future__ import annotations
