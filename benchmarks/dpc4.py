@@ -121,7 +121,7 @@ def main(argv=None) -> int:
 
     def torch_passes(f):  # the same call with the compiled pass switched off
         def g():
-            kernel, core._fused_kernel = core._fused_kernel, lambda: None
+            kernel, core._fused_kernel = core._fused_kernel, lambda n: None
             try:
                 f()
             finally:
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     n_params = sum(p.numel() for p in params[m_c4])
     print(f"MLP 64-{args.hidden}-10 ({n_params} params), batch {B}, {args.threads} thread(s), "
           f"{args.rounds} interleaved rounds (medians); compiled EF pass: "
-          f"{'yes' if core._fused_kernel() else 'no (numba not installed)'}")
+          f"{'yes' if core._fused_kernel(1) else 'no (numba not installed)'}")
     for k, v in t.items():
         print(f"  {k:24s} {v * 1e3:9.3f} ms")
     print(f"  per-sample grads/s: torch.func {B / t['psg_torch_func']:.0f}, Opacus hooks {B / t['psg_opacus_hooks']:.0f}")
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     out = Path(__file__).parent / "results" / "dpc4.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out, {"config": vars(args), "n_params": n_params,
-                            "compiled_ef_pass": core._fused_kernel() is not None,
+                            "compiled_ef_pass": core._fused_kernel(1) is not None,
                             "seconds": t, "ratios": ratios,
                             "note": "interleaved rounds on a shared 2-core machine; medians, ratios paired "
                                     "per round"})

@@ -190,14 +190,21 @@ def test_ef_compiled_pass_equals_torch_path(monkeypatch, dtype, rtol, b, threads
     parts = [torch.randn(b, 40, generator=g, dtype=dtype) * 3, torch.randn(b, 7, generator=g, dtype=dtype)]
     mem = [torch.randn(40, generator=g, dtype=dtype) * 0.1, torch.randn(7, generator=g, dtype=dtype) * 0.1]
     calls = []
-    kernel = core._fused_kernel()
+    real = core._fused_kernel
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(threads)
-        monkeypatch.setattr(core, "_fused_kernel", lambda: (lambda *a: (calls.append(1), kernel(*a))))
+
+        def counting(n):
+            kernel = real(n)  # one thread: the serial build, else the parallel one
+            calls.append(kernel.targetoptions.get("parallel", False))
+            return kernel
+
+        monkeypatch.setattr(core, "_fused_kernel", counting)
         fused = _ef_step(parts, mem)
         assert calls, "the compiled pass was not used"
-        monkeypatch.setattr(core, "_fused_kernel", lambda: None)
+        assert all(p == (threads > 1) for p in calls), calls
+        monkeypatch.setattr(core, "_fused_kernel", lambda n: None)
         plain = _ef_step(parts, mem)
     finally:
         torch.set_num_threads(before)

@@ -7,6 +7,11 @@ row norms and the unclipped column sum in one read, so EF reads g twice, as DP-S
 (norms, then the clipped sum). Rows are split into one chunk per thread; each chunk sums its
 rows into its own row of ``part``, and a second, cheap loop adds those up. Only this module
 imports numba; :mod:`optzoo.dpc4.core` imports it on first use.
+
+:func:`sqnorms_colsum_serial` is the same kernel compiled without ``parallel``, for one thread:
+the parallel one starts numba's OpenMP pool (NUMBA_NUM_THREADS threads, all the cores), whose
+idle workers spin between calls, so two single-threaded processes on two cores each lost a
+core to the other's spinning worker (DP-C4's quick units ran 14x slower at ``--jobs 2``).
 """
 
 from __future__ import annotations
@@ -39,3 +44,8 @@ def sqnorms_colsum(g, sq, cs, part):  # pragma: no cover - compiled
         for c in range(n_chunks):
             s += part[c, j]
         cs[j] = s
+
+
+# one thread: the same source without parallel (not cached: numba's cache index is the Python
+# function's, shared with the parallel dispatcher above)
+sqnorms_colsum_serial = numba.njit(fastmath=_FLAGS, nogil=True)(sqnorms_colsum.py_func)

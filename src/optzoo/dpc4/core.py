@@ -195,13 +195,19 @@ def _row_norms(parts: list[Tensor]) -> Tensor:
                                     dim=-1)
 
 
-def _fused_kernel():
-    """The compiled norms + raw-sum pass, or None when numba is not installed."""
+def _fused_kernel(threads: int):
+    """The compiled norms + raw-sum pass for ``threads`` threads (the serial build for one, so
+    numba's thread pool is never started), or None when numba is not installed."""
     try:
-        from optzoo.dpc4._fused_numba import sqnorms_colsum
+        from optzoo.dpc4._fused_numba import sqnorms_colsum, sqnorms_colsum_serial
     except ImportError:
         return None
-    return sqnorms_colsum
+    if threads > 1:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        return sqnorms_colsum
+    return sqnorms_colsum_serial
 
 
 def _norms_and_raw_sums(parts: list[Tensor]) -> tuple[Tensor, list[Tensor] | None]:
@@ -210,16 +216,17 @@ def _norms_and_raw_sums(parts: list[Tensor]) -> tuple[Tensor, list[Tensor] | Non
     the same read; else None, and the caller sums. The pass uses torch's thread count."""
     kernel = None
     b, dt = parts[0].shape[0], parts[0].dtype
+    threads = max(1, torch.get_num_threads())
     if dt in (torch.float32, torch.float64) and all(
             v.ndim == 2 and v.shape[0] == b and v.dtype == dt and v.device.type == "cpu" and not v.requires_grad
             for v in parts):
-        kernel = _fused_kernel()
+        kernel = _fused_kernel(threads)
     if kernel is None:
         return _row_norms(parts), None
-    import numba
+    if threads > 1:
+        import numba
 
-    threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
-    numba.set_num_threads(threads)
+        threads = numba.get_num_threads()
     sq = torch.empty(len(parts), b, dtype=dt)
     sums = []
     for k, v in enumerate(parts):

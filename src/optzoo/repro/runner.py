@@ -31,7 +31,8 @@ __all__ = [
     "run_units", "stale_reason", "unit_path",
 ]
 
-_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+                "NUMBA_NUM_THREADS")
 
 
 @dataclass(frozen=True)
