@@ -341,25 +341,10 @@ def run_training(cfg, seed: int, progress) -> dict:
     summary = {m: {k: runs[m][k] for k in ("lr", "steps", "forwards", "curve", "final_loss",
                                            "final_acc", "auc", "diverged")} for m in methods}
     init = {"loss": zo_track["curve"]["loss"][0], "acc": zo_track["curve"]["acc"][0]}
-    return _clean({"tuned": tuned, "runs": summary, "tracking": track, "one_step": one,
-                   "init": init, "n_eval": int(len(data["eval_rows"])),
-                   "n_train_rows": int(len(data["train_rows"])),
-                   "prompt_tokens": int(data["ids"].shape[1])})
-
-
-def _clean(x):
-    """JSON-safe: non-finite floats become None (nested dicts and lists)."""
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
+    # the runner writes this with optzoo._core.io.to_jsonable (non-finite floats stay visible)
+    return {"tuned": tuned, "runs": summary, "tracking": track, "one_step": one, "init": init,
+            "n_eval": int(len(data["eval_rows"])), "n_train_rows": int(len(data["train_rows"])),
+            "prompt_tokens": int(data["ids"].shape[1])}
 
 
 def n_phases(cfg) -> int:
