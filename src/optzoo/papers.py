@@ -183,7 +183,7 @@ PAPERS: tuple[Paper, ...] = (
           "Position-wise bandits reach most of the hypervolume of specialised solvers with few evaluations.",
           api=("divide_and_learn", "DivideAndLearn", "bandit_regret", "DLConfig", "VARIANTS", "weight_vectors",
                "MOProblem", "Permutation", "Binary", "Categorical", "Oracle", "BudgetExhausted",
-               "bi_tsp", "tri_tsp", "mo_tsp", "bi_knapsack", "separable_categorical",
+               "bi_tsp", "tri_tsp", "mo_tsp", "bi_knapsack", "bi_cvrp", "separable_categorical",
                "toy_accelerator", "hypervolume", "hv_ratio", "nondominated_mask"),
           implemented=True),
     Paper(17, "dynamic_gs", "Update mixture for explicit dynamic Gaussian splatting",

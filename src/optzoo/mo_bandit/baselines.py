@@ -12,6 +12,9 @@
   random restarts ("WS-2opt"); the name of the solver used is returned.
 * :func:`exact_knapsack_front` — the exact bi-objective knapsack Pareto front by the
   epsilon-constraint method with ``scipy.optimize.milp`` (two lexicographic MILPs per point).
+* :func:`ws_cvrp_front` — the specialised Bi-CVRP reference: weighted-sum scalarisation of
+  (total distance, makespan) solved by Google OR-Tools routing (guided local search, a fixed
+  time limit per weight); needs ``ortools`` (in the ``baselines`` extra).
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from optzoo._core.rng import np_rng
+from optzoo._core.validation import check_array, check_bool, check_int, check_real, fail
 
 from .metrics import nondominated_mask
 from .spaces import BudgetExhausted, Oracle
 
 __all__ = ["pymoo_baseline", "random_search", "optuna_baseline", "ws_tsp_front",
-           "exact_knapsack_front", "two_opt"]
+           "exact_knapsack_front", "ws_cvrp_front", "two_opt"]
 
 
 def _pymoo_parts(space, seed):
@@ -275,3 +279,115 @@ def exact_knapsack_front(problem, *, max_points: int = 5000) -> np.ndarray:
         # v1 (probability ~0 with continuous random values) would be merged.
         eps = float(v[1] @ x) + 1e-5
     return np.array(pts)
+
+
+#: Integer scale of distances inside OR-Tools (costs are int64): 1e4 per unit of the unit square.
+CVRP_DIST_SCALE = 10_000
+#: Integer resolution of the weights: w -> round(w * CVRP_WEIGHT_SCALE), floored at 1.
+CVRP_WEIGHT_SCALE = 1000
+
+
+def _cvrp_solve(dist_int, demand, capacity, a, b, time_limit_s, solution_limit):
+    """One OR-Tools run: minimise a * total distance + b * longest route -> list of routes."""
+    from ortools.constraint_solver import pywrapcp, routing_enums_pb2
+
+    n_nodes = dist_int.shape[0]
+    n_vehicles = n_nodes - 1  # an unlimited fleet: one route per customer at most
+    manager = pywrapcp.RoutingIndexManager(n_nodes, n_vehicles, 0)
+    routing = pywrapcp.RoutingModel(manager)
+    D = dist_int.tolist()
+    dem = [0] + [int(d) for d in demand]
+
+    def arc(i, j):
+        return D[manager.IndexToNode(i)][manager.IndexToNode(j)]
+
+    def weighted_arc(i, j):
+        return a * D[manager.IndexToNode(i)][manager.IndexToNode(j)]
+
+    def load(i):
+        return dem[manager.IndexToNode(i)]
+
+    routing.SetArcCostEvaluatorOfAllVehicles(routing.RegisterTransitCallback(weighted_arc))
+    horizon = int(dist_int.max()) * n_nodes * 2
+    routing.AddDimension(routing.RegisterTransitCallback(arc), 0, horizon, True, "distance")
+    # span cost = b * (max end cumul - min start cumul) = b * the longest route (starts at 0)
+    routing.GetDimensionOrDie("distance").SetGlobalSpanCostCoefficient(b)
+    routing.AddDimensionWithVehicleCapacity(routing.RegisterUnaryTransitCallback(load), 0,
+                                            [int(capacity)] * n_vehicles, True, "load")
+    params = pywrapcp.DefaultRoutingSearchParameters()
+    params.first_solution_strategy = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
+    params.local_search_metaheuristic = routing_enums_pb2.LocalSearchMetaheuristic.GUIDED_LOCAL_SEARCH
+    params.time_limit.FromMilliseconds(max(1, int(round(time_limit_s * 1000))))
+    if solution_limit is not None:
+        params.solution_limit = solution_limit
+    sol = routing.SolveWithParameters(params)
+    if sol is None:
+        return None
+    routes = []
+    for v in range(n_vehicles):
+        i, r = routing.Start(v), []
+        while not routing.IsEnd(i):
+            node = manager.IndexToNode(i)
+            if node:
+                r.append(node - 1)  # customer index 0..n-1
+            i = sol.Value(routing.NextVar(i))
+        if r:
+            routes.append(np.array(r, dtype=np.int64))
+    return routes
+
+
+def ws_cvrp_front(problem, weights, *, time_limit_s: float = 1.0, solution_limit: int | None = None,
+                  return_routes: bool = False):
+    """Weighted-sum Bi-CVRP front by OR-Tools routing: one solve per weight ``w = (w0, w1)``.
+
+    Each solve minimises ``w0 * total distance + w1 * makespan`` over *any* capacity-feasible
+    set of routes (unlimited fleet): the distance is the arc cost, and a distance dimension's
+    global span cost (coefficient ``w1``) charges the longest route. Distances are scaled by
+    :data:`CVRP_DIST_SCALE` and rounded to integers, weights by :data:`CVRP_WEIGHT_SCALE`
+    (floored at 1, so the end weights break ties by the other objective). Search: first
+    solution PATH_CHEAPEST_ARC, then guided local search until ``time_limit_s`` seconds (or
+    ``solution_limit`` solutions, if given). OR-Tools routing takes no random seed: the search
+    is deterministic, but with a time limit how far it gets depends on the machine's speed.
+
+    Objectives are recomputed in floating point from the returned routes
+    (:func:`~optzoo.mo_bandit.problems.route_objectives`). Returns ``(F, solver name)`` with
+    ``F`` the non-dominated objective vectors (k, 2); with ``return_routes=True`` also the
+    routes of each row of ``F``. The routes need not be reachable by the permutation +
+    greedy-split encoding of :func:`~optzoo.mo_bandit.problems.bi_cvrp`.
+    """
+    owner = "ws_cvrp_front"
+    if not hasattr(problem, "info") or not {"dist", "demand", "capacity"} <= set(problem.info):
+        fail("problem", owner, "a Bi-CVRP MOProblem from bi_cvrp (info with dist, demand and "
+             "capacity)", getattr(problem, "name", type(problem).__name__), exc=TypeError)
+    W = check_array("weights", weights, owner=owner, shape=(None, 2))
+    if (W < 0).any() or not np.allclose(W.sum(1), 1.0, atol=1e-6):
+        fail("weights", owner, "a (k, 2) array of non-negative rows summing to 1", weights)
+    time_limit_s = check_real("time_limit_s", time_limit_s, owner=owner, low=0.0, closed="neither")
+    if solution_limit is not None:
+        solution_limit = check_int("solution_limit", solution_limit, owner=owner, low=1)
+    check_bool("return_routes", return_routes, owner=owner)
+    try:
+        import ortools  # noqa: F401
+    except ImportError as err:  # pragma: no cover - ortools is in the baselines extra
+        raise ImportError("ws_cvrp_front needs Google OR-Tools: pip install 'optzoo[baselines]' "
+                          "(or pip install ortools)") from err
+    from .problems import route_objectives
+
+    dist = problem.info["dist"]
+    dist_int = np.rint(dist * CVRP_DIST_SCALE).astype(np.int64)
+    F, R = [], []
+    for w in W:
+        a = max(1, int(round(w[0] * CVRP_WEIGHT_SCALE)))
+        b = max(1, int(round(w[1] * CVRP_WEIGHT_SCALE)))
+        routes = _cvrp_solve(dist_int, problem.info["demand"], problem.info["capacity"], a, b,
+                             time_limit_s, solution_limit)
+        if routes is None:  # pragma: no cover - PATH_CHEAPEST_ARC always finds a solution here
+            continue
+        F.append(route_objectives(dist, routes))
+        R.append(routes)
+    F = np.array(F).reshape(-1, 2)
+    keep = nondominated_mask(F)
+    solver = "WS-OR-Tools routing"
+    if return_routes:
+        return F[keep], solver, [r for r, k in zip(R, keep, strict=True) if k]
+    return F[keep], solver

@@ -3,8 +3,10 @@ known optimum, and a toy accelerator design model (OUR OWN analytic model, not t
 
 Generators follow the official ``MOCO/problems.py`` as described in the spec: Bi/Tri-TSP give
 every objective its own i.i.d. U[0,1]^2 city coordinates (Euclidean tour length); the
-bi-objective knapsack draws item weights and two value vectors from U[0,1]. Reference and ideal
-points are the paper's / PMOCO's (see :data:`TSP_REF`, :data:`KP_REF`).
+bi-objective knapsack draws item weights and two value vectors from U[0,1]; Bi-CVRP draws a depot
+and n customers in U[0,1]^2 with integer demands U{1..9} (objectives: total distance and makespan,
+the length of the longest route). Reference and ideal points are the paper's / PMOCO's (see
+:data:`TSP_REF`, :data:`KP_REF`, :data:`CVRP_REF`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,21 @@ from optzoo._core.validation import check_int, check_real
 
 from .spaces import Binary, Categorical, MOProblem, Permutation
 
-__all__ = ["mo_tsp", "bi_tsp", "tri_tsp", "bi_knapsack", "separable_categorical",
-           "toy_accelerator", "tour_lengths"]
+__all__ = ["mo_tsp", "bi_tsp", "tri_tsp", "bi_knapsack", "bi_cvrp", "separable_categorical",
+           "toy_accelerator", "tour_lengths", "cvrp_objectives", "split_routes", "route_objectives"]
 
 #: HV reference points (ideal 0) of Bi/Tri-TSP by number of cities (official code / PMOCO).
 TSP_REF = {20: 20.0, 50: 35.0, 100: 65.0, 150: 85.0, 200: 115.0}
 #: Bi-KP (maximise) reference and ideal points by number of items; capacity by number of items.
 KP_REF = {50: (5.0, 30.0), 100: (20.0, 50.0), 200: (30.0, 75.0)}
 KP_CAPACITY = {50: 12.5, 100: 25.0, 200: 25.0}
+#: Bi-CVRP (minimise total distance, makespan) reference points by number of customers (ideal 0).
+CVRP_REF = {20: (30.0, 4.0), 50: (45.0, 4.0), 100: (80.0, 4.0)}
+#: Bi-CVRP vehicle capacity by number of customers: 20/50/100 from the official generator;
+#: 10 -> 20 is the convention of Kool et al. (ICLR 2019) that the MOCO generators follow (INFERRED).
+CVRP_CAPACITY = {10: 20.0, 20: 30.0, 50: 40.0, 100: 50.0}
+#: Largest customer demand (demands are U{1..9}); a capacity below it could not serve a customer.
+CVRP_MAX_DEMAND = 9
 
 
 def tour_lengths(dist: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -80,6 +89,126 @@ def bi_knapsack(n: int = 50, *, capacity: float | None = None, seed: int = 0) ->
     return MOProblem(Binary(n, weights=weights, capacity=cap), evaluate, 2, sense=("max", "max"),
                      name=f"Bi-KP-{n}", ref_point=np.full(2, ref), ideal_point=np.full(2, ideal),
                      info={"weights": weights, "values": values, "capacity": cap, "seed": seed})
+
+
+def _cvrp_split_starts(dem: np.ndarray, capacity: float) -> np.ndarray:
+    """Greedy split of demand rows ``dem`` (k, n): True where a position opens a new route.
+
+    A route takes the next customers in order while its load stays <= capacity, so a route
+    starting at position s ends before the first e with load(s..e) > capacity. One vectorised
+    step per route (not per position): the prefix sums C give the end of every row's current
+    route as the number of prefix sums <= C[s] + capacity (demands must be positive).
+    """
+    k, n = dem.shape
+    C = np.concatenate([np.zeros((k, 1)), np.cumsum(dem, axis=1)], axis=1)  # (k, n + 1)
+    starts = np.zeros((k, n), dtype=bool)
+    rows = np.arange(k)
+    s = np.zeros(k, dtype=np.int64)
+    live = rows
+    while live.size:
+        starts[live, s[live]] = True
+        lim = C[live, s[live]] + capacity + 1e-9
+        # first position past the route (at least one customer: one heavier than the capacity
+        # gets a route of its own, so the loop always advances)
+        s[live] = np.maximum((C[live] <= lim[:, None]).sum(1) - 1, s[live] + 1)
+        live = live[s[live] < n]
+    return starts
+
+
+def cvrp_objectives(dist: np.ndarray, demand: np.ndarray, capacity: float, X: np.ndarray) -> np.ndarray:
+    """(total distance, makespan) of customer orders ``X`` (k, n) decoded by the greedy split -> (k, 2).
+
+    ``dist`` is the (n+1, n+1) distance matrix with the depot as node 0 and customer ``c`` (a
+    value ``0..n-1`` of the permutation) as node ``c + 1``; ``demand`` (n,) is indexed by the
+    permutation's values. Routes are read off in order (:func:`split_routes`); each starts and
+    ends at the depot; the makespan is the length of the longest route. Vectorised over rows.
+    """
+    X = np.atleast_2d(np.asarray(X, dtype=np.int64))
+    k, n = X.shape
+    starts = _cvrp_split_starts(np.asarray(demand, dtype=float)[X], capacity)
+    nodes = X + 1
+    prev = np.concatenate([np.zeros((k, 1), dtype=np.int64), nodes[:, :-1]], axis=1)
+    prev[starts] = 0  # a new route leaves the depot
+    ends = np.concatenate([starts[:, 1:], np.ones((k, 1), dtype=bool)], axis=1)
+    leg = dist[prev, nodes] + np.where(ends, dist[nodes, 0], 0.0)  # arrive at p (+ back home)
+    route = np.cumsum(starts, axis=1) - 1  # route index of each position, per row
+    lengths = np.bincount((np.arange(k)[:, None] * n + route).ravel(), leg.ravel(), minlength=k * n)
+    return np.stack([leg.sum(1), lengths.reshape(k, n).max(1)], axis=1)
+
+
+def split_routes(x, demand: np.ndarray, capacity: float) -> list[np.ndarray]:
+    """Routes (arrays of customer indices ``0..n-1``, in visiting order) of one customer order
+    ``x`` under the greedy split: start a new route when the next customer would exceed the
+    capacity. The decoding :func:`bi_cvrp` evaluates (INFERRED, see its docstring)."""
+    x = np.asarray(x, dtype=np.int64)
+    starts = _cvrp_split_starts(np.asarray(demand, dtype=float)[x][None, :], capacity)[0]
+    return np.split(x, np.flatnonzero(starts)[1:])
+
+
+def route_objectives(dist: np.ndarray, routes) -> np.ndarray:
+    """(total distance, makespan) of explicit routes (customer indices ``0..n-1``; node 0 is the
+    depot of ``dist``); empty routes are ignored. Used for routes from any solver."""
+    lengths = []
+    for r in routes:
+        nodes = np.concatenate([[0], np.asarray(r, dtype=np.int64) + 1, [0]])
+        if nodes.size > 2:
+            lengths.append(float(dist[nodes[:-1], nodes[1:]].sum()))
+    return np.array([sum(lengths), max(lengths, default=0.0)])
+
+
+def _cvrp_ref(n: int) -> tuple[float, float]:
+    """Reference point for n customers: the paper's for 20/50/100; otherwise OUR rule, the
+    distance coordinate interpolated linearly in n through (20, 30), (50, 45), (100, 80),
+    held at 30 below 20 and extended with the last slope (0.7 per customer) above 100."""
+    if n in CVRP_REF:
+        return CVRP_REF[n]
+    d = 80.0 + 0.7 * (n - 100) if n > 100 else float(np.interp(n, [20, 50, 100], [30.0, 45.0, 80.0]))
+    return d, 4.0
+
+
+def bi_cvrp(n: int = 20, *, capacity: float | None = None, seed: int = 0) -> MOProblem:
+    """Bi-objective CVRP: minimise total distance and makespan (the longest route's length).
+
+    Instance as the official MOCO generator (spec): a depot and ``n`` customers with
+    coordinates U[0,1]^2, integer demands U{1..9}, one vehicle capacity (30/40/50 for
+    n = 20/50/100, see :data:`CVRP_CAPACITY`; other n: pass ``capacity``, or else it is
+    interpolated linearly in n through the table's points (n = 10 -> 20 after Kool et al.),
+    held at the end values outside 10..100 -- OUR rule). HV reference (30, 4) / (45, 4) /
+    (80, 4) for n = 20/50/100 (other n: :func:`_cvrp_ref`), ideal 0. The fleet is unlimited.
+
+    Encoding: a :class:`Permutation` of the customers (values ``0..n-1``; customer ``c`` is
+    node ``c + 1``, the depot node 0 of ``info["dist"]``), decoded into routes by a
+    deterministic **greedy split** (INFERRED; the spec does not give the official decoding):
+    follow the order and start a new route from the depot whenever the next customer's demand
+    would exceed the remaining capacity. Every order is feasible by construction; not every
+    CVRP solution is reachable (a route is always closed only when the next customer does not
+    fit), so a solver that chooses routes freely (``ws_cvrp_front``) can do better, chiefly
+    on makespan. ``info`` holds ``coords`` ((n+1, 2), depot first), ``demand``, ``capacity``,
+    ``dist`` and the ``decode`` function (x -> list of routes).
+    """
+    owner = "bi_cvrp"
+    n = check_int("n", n, owner=owner, low=1)
+    if capacity is None:
+        sizes = sorted(CVRP_CAPACITY)
+        cap = CVRP_CAPACITY.get(n, float(np.interp(n, sizes, [CVRP_CAPACITY[s] for s in sizes])))
+    else:
+        cap = check_real("capacity", capacity, owner=owner, low=float(CVRP_MAX_DEMAND))
+    seed = check_int("seed", seed, owner=owner)
+    rng = np_rng(seed, "bi_cvrp", n)
+    coords = rng.random((n + 1, 2))  # row 0: the depot
+    demand = rng.integers(1, CVRP_MAX_DEMAND + 1, size=n)
+    dist = np.linalg.norm(coords[:, None, :] - coords[None, :, :], axis=-1)
+
+    def evaluate(x):
+        return cvrp_objectives(dist, demand, cap, np.asarray(x))[0]
+
+    def decode(x):
+        return split_routes(x, demand, cap)
+
+    return MOProblem(Permutation(n), evaluate, 2, name=f"Bi-CVRP-{n}",
+                     ref_point=np.array(_cvrp_ref(n)), ideal_point=np.zeros(2), coords=coords[1:],
+                     info={"dist": dist, "coords": coords, "demand": demand, "capacity": cap,
+                           "seed": seed, "decode": decode})
 
 
 def separable_categorical(n: int = 20, k: int = 8, m: int = 2, *, noise: float = 0.1,

@@ -8,7 +8,9 @@ instance (instance seed derived from the run seed); every method's archive is th
 non-dominated set of all its evaluated points; HV ratios use the paper's fixed points.
 Problems are sized so that the decomposition is active (n = 50 positions: 6 overlapping windows
 of 25 at the start for the UCB config); Bi-TSP-20 (one window) is kept only as the small end of
-the size trend and for the optuna comparison.
+the size trend and for the optuna comparison. Bi-CVRP-20 (quick and full) and Bi-CVRP-50 (full)
+are scored against a weighted-sum OR-Tools routing front (``ws_cvrp_front``, a fixed time limit
+per weight).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ CLAIMS = [
     Claim("hv_vs_specialised",
           "D&L reaches at least 80% (paper: 80-98%) of the hypervolume of specialised solvers.",
           "HV(D&L at budget B) / HV(reference front): weighted-sum LKH tours via elkai (TSP), exact "
-          "epsilon-constraint MILP front (Bi-KP); one part per problem",
+          "epsilon-constraint MILP front (Bi-KP), weighted-sum OR-Tools routing (Bi-CVRP); one part "
+          "per problem",
           direction="greater", threshold=0.8, source="abstract; spec section 2"),
     Claim("vs_mobo_hv",
           "At an equal (small) evaluation budget D&L's hypervolume is not worse than a "
@@ -91,6 +94,7 @@ class Config:
     ws_weights: int = 25
     optuna_budget: int = 100
     mobo_problem: str = "bi_tsp20"
+    cvrp_time_s: float = 0.2               # OR-Tools time per weight at 20 customers (x n/20)
     n_trace: int = 20
     seeds: int = 8
 
@@ -100,16 +104,19 @@ SCALES = {
                     baselines=("nsga2", "random"), regret_T=1600, ws_weights=4,
                     optuna_budget=20, n_trace=8, seeds=2),
     "quick": Config(budget=5000, n_weights=10,
-                    problems=("bi_tsp20", "bi_tsp50", "tri_tsp50", "bi_kp50"),
+                    problems=("bi_tsp20", "bi_tsp50", "tri_tsp50", "bi_kp50", "bi_cvrp20"),
                     baselines=("nsga2", "moead", "random"), regret_T=16_000, seeds=5),
     "full": Config(budget=20_000, n_weights=25,
-                   problems=("bi_tsp20", "bi_tsp50", "bi_tsp100", "tri_tsp50", "bi_kp50", "bi_kp100"),
+                   problems=("bi_tsp20", "bi_tsp50", "bi_tsp100", "tri_tsp50", "bi_kp50", "bi_kp100",
+                             "bi_cvrp20", "bi_cvrp50"),
                    baselines=("nsga2", "moead", "random"), regret_T=64_000, optuna_budget=200,
+                   cvrp_time_s=0.5,
                    seeds=10),
 }
 
 _PRETTY = {"bi_tsp20": "Bi-TSP-20", "bi_tsp50": "Bi-TSP-50", "bi_tsp100": "Bi-TSP-100",
-           "tri_tsp50": "Tri-TSP-50", "bi_kp50": "Bi-KP-50", "bi_kp100": "Bi-KP-100"}
+           "tri_tsp50": "Tri-TSP-50", "bi_kp50": "Bi-KP-50", "bi_kp100": "Bi-KP-100",
+           "bi_cvrp20": "Bi-CVRP-20", "bi_cvrp50": "Bi-CVRP-50"}
 
 #: (part name, smaller problem, larger problem) of the trend claim, used when both were run.
 _TREND = (("size: Bi-TSP-20 -> Bi-TSP-50", "bi_tsp20", "bi_tsp50"),
@@ -118,12 +125,16 @@ _TREND = (("size: Bi-TSP-20 -> Bi-TSP-50", "bi_tsp20", "bi_tsp50"),
 
 
 def _make(name: str, seed: int):
-    from optzoo.mo_bandit import bi_knapsack, bi_tsp, tri_tsp
+    """Problem ``<kind><n>`` (bi_tsp20, tri_tsp50, bi_kp50, bi_cvrp20, ...) for run ``seed``."""
+    from optzoo.mo_bandit import bi_cvrp, bi_knapsack, bi_tsp, tri_tsp
 
+    makers = {"bi_tsp": bi_tsp, "tri_tsp": tri_tsp, "bi_kp": bi_knapsack, "bi_cvrp": bi_cvrp}
+    kind = name.rstrip("0123456789")
+    if kind not in makers or kind == name:
+        raise ValueError(f"unknown mo_bandit problem {name!r}; expected one of "
+                         f"{', '.join(k + '<n>' for k in makers)}")
     inst = derive_seed(seed, "mo_bandit-instance", name) % (2**31)
-    kind, n = ("tri_tsp", name[7:]) if name.startswith("tri_tsp") else (
-        ("bi_tsp", name[6:]) if name.startswith("bi_tsp") else ("bi_kp", name[5:]))
-    return {"bi_tsp": bi_tsp, "tri_tsp": tri_tsp, "bi_kp": bi_knapsack}[kind](int(n), seed=inst)
+    return makers[kind](int(name[len(kind):]), seed=inst)
 
 
 def _front_list(F, k=200):
@@ -157,6 +168,7 @@ def run(config: Config, seed: int, progress) -> dict:
         optuna_baseline,
         pymoo_baseline,
         random_search,
+        ws_cvrp_front,
         ws_tsp_front,
     )
     from optzoo.mo_bandit.metrics import hv_trace, nondominated_mask
@@ -196,6 +208,10 @@ def run(config: Config, seed: int, progress) -> dict:
         if "tsp" in name:
             Fr, solver = ws_tsp_front(P, weight_vectors(P.n_objectives, config.ws_weights, seed=seed),
                                       seed=seed)
+            Fr_min = Fr
+        elif "cvrp" in name:
+            Fr, solver = ws_cvrp_front(P, weight_vectors(2, config.ws_weights),
+                                       time_limit_s=config.cvrp_time_s * P.space.n / 20)
             Fr_min = Fr
         else:
             Fr, solver = exact_knapsack_front(P), "exact MILP front"
