@@ -37,7 +37,7 @@ from optzoo._core.validation import (
 )
 
 from .fgc import coarse_features, epsilon_certificate, fgc, hard_assignment, sparsify_rows
-from .updates import acnr_update, default_refine, digc_update
+from .updates import acnr_update, digc_update
 
 __all__ = ["DynamicCoarsener", "GraphEvents", "CoarseState"]
 
@@ -128,6 +128,10 @@ class DynamicCoarsener:
     k : number of supernodes (fixed afterwards, shrinking only when a supernode empties).
     update : "acnr" (default; refines survivors touched by the change) or "digc" (growth:
         survivors frozen).
+    refine_threshold, max_refine : ACNR's refine rule (see :func:`acnr_update`): a survivor is
+        refined when at least this fraction of its neighbourhood weight changed (default
+        0.1, INFERRED; 0 refines every touched survivor), at most ``max_refine`` of them
+        (highest fraction first; None: no cap).
     solver : "pgd" (projected gradient + Armijo, INFERRED) or "sgd" (the official code's).
     weights : dict of omega, zeta, alpha, beta (defaults 1.0; the code tunes them by TPE).
     fgc_options : keyword arguments for :func:`fgc` at ``fit``.
@@ -150,7 +154,8 @@ class DynamicCoarsener:
                  solver: str = "pgd", weights: Mapping | None = None,
                  fgc_options: Mapping | None = None, max_support: int | None = 10,
                  certificate: bool = True, lmax: str = "auto", max_iter: int = 200,
-                 tol: float = 1e-4, seed: int = 0):
+                 tol: float = 1e-4, refine_threshold: float = 0.1,
+                 max_refine: int | None = None, seed: int = 0):
         self.ratio = check_real("ratio", ratio, owner=_OWNER, low=0.0, high=1.0, closed="right")
         self.k = None if k is None else check_int("k", k, owner=_OWNER, low=1)
         self.update_rule = check_choice("update", update, ("acnr", "digc"), owner=_OWNER)
@@ -160,6 +165,11 @@ class DynamicCoarsener:
             check_choice("weights", key, tuple(w), owner=_OWNER)
             w[key] = check_real(f"weights[{key!r}]", v, owner=_OWNER, low=0.0)
         self.weights = w
+        self.refine_threshold = check_real("refine_threshold", refine_threshold, owner=_OWNER,
+                                           low=0.0, high=2.0)
+        if max_refine is not None:
+            max_refine = check_int("max_refine", max_refine, owner=_OWNER, low=0)
+        self.max_refine = max_refine
         self.fgc_options = dict(fgc_options or {})
         if max_support is not None:
             max_support = check_int("max_support", max_support, owner=_OWNER, low=1)
@@ -232,7 +242,7 @@ class DynamicCoarsener:
         check_type("events", events, GraphEvents, owner=f"{_OWNER}.update",
                    what="a GraphEvents or a dict")
         t0 = time.perf_counter()
-        A_S, A_new, X_new_rows, surv, new_ids, touched_by_deletion = self._apply(events)
+        A_S, A_new, X_new_rows, surv, new_ids, deleted_weight = self._apply(events)
         s = surv.size
         C_S = self._C[surv]
         mass = np.asarray(C_S.sum(axis=0)).ravel()
@@ -250,8 +260,9 @@ class DynamicCoarsener:
             C = sp.vstack([C_S, sparsify_rows(res.x, self.max_support)]).tocsr() \
                 if res.x.shape[0] else C_S.tocsr()
         else:
-            refine = np.union1d(default_refine(A_new, A_S), touched_by_deletion)
-            res = acnr_update(A_new, A_S, C_S, Xc, X_new_rows, refine=refine, **w, **kw)
+            res = acnr_update(A_new, A_S, C_S, Xc, X_new_rows, deleted_weight=deleted_weight,
+                              refine_threshold=self.refine_threshold, max_refine=self.max_refine,
+                              **w, **kw)
             r = res.extra["refine"].size
             rows = sparsify_rows(res.x, self.max_support) if res.x.shape[0] else None
             if r:
@@ -323,10 +334,9 @@ class DynamicCoarsener:
         new_pos = {v: i for i, v in enumerate(new_ids.tolist())}
         p = new_ids.size
         A_S = self._adj[surv][:, surv].tocsr()
-        deleted_nb = np.zeros(p_old, dtype=bool)
+        deleted_w = np.zeros(p_old)  # edge weight each node loses to the deleted nodes
         if rem_idx.size:
-            deleted_nb = np.asarray(self._adj[rem_idx].sum(axis=0)).ravel() > 0
-        touched = np.flatnonzero(deleted_nb[surv])
+            deleted_w = np.asarray(self._adj[rem_idx].sum(axis=0)).ravel()
         A = sp.block_diag([A_S, sp.csr_matrix((p - s, p - s))]).tocsr() if p > s else A_S.copy()
         re = self._edge_ids(ev.remove_edges, "remove_edges")
         if re.shape[0]:
@@ -360,7 +370,7 @@ class DynamicCoarsener:
                           "(> 50%); consider re-initialising with fit.", UserWarning, stacklevel=3)
         X = np.vstack([self._X[surv], Xn])
         self._adj, self._X, self._ids, self._pos = A, X, new_ids, new_pos
-        return A_S, A, Xn, surv, add, touched
+        return A_S, A, Xn, surv, add, deleted_w[surv]
 
     def _emit(self, res, step, n_reassigned, timings) -> CoarseState:
         C = self._C
