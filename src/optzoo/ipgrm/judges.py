@@ -32,7 +32,7 @@ from optzoo.ipgrm.text import (
     truncate_middle,
 )
 
-__all__ = ["Judge", "HFJudge", "OpenAICompatJudge", "JudgeError"]
+__all__ = ["Judge", "HFJudge", "OpenAICompatJudge", "JudgeError", "READOUTS", "SCORE_CUE"]
 
 
 class JudgeError(RuntimeError):
@@ -105,33 +105,69 @@ def _principle_block(text: str) -> str:
     return body[: min(cut)].strip() if cut else body.strip()
 
 
+#: How :class:`HFJudge` reads a score: ``"generate"`` parses the generated judgment,
+#: ``"expected"`` reads the probability-weighted score from the next-token distribution.
+READOUTS = ("generate", "expected")
+#: Appended to a Stage-2 (or coupled) prompt by the ``"expected"`` readout: the next token is the score.
+SCORE_CUE = "Final score: \\boxed{"
+
+
 class HFJudge(Judge):
     """A transformers causal LM as judge: batched, left-padded, greedy, KV cache on.
 
     ``model`` and ``tokenizer`` are any HF causal LM pair (an ``optzoo.tinylm`` model on
     CPU, SmolLM2, or a GPU model). ``chat=True`` wraps prompts with the tokenizer's chat
     template when it has one.
+
+    ``readout="generate"`` (default) generates the whole judgment and parses its score.
+    ``readout="expected"`` skips the analysis: after the Stage-2 prompt (for ``joint``: the
+    coupled prompt and the rubric it generated) comes :data:`SCORE_CUE`, and the score is
+    ``sum_d d p(d) / sum_d p(d)`` over the single-token digits d = 1..9 of the next-token
+    distribution (a probability-weighted score, as G-Eval reads one). Principles are generated
+    in both modes. INFERRED (ours): the cue and the 1-9 digit scale; it suits small judges that
+    rarely finish a parseable judgment, and it never fails to parse. The text returned beside
+    the score reports the probability mass the digits received.
     """
 
-    def __init__(self, model, tokenizer, *, batch_size: int = 16, chat: bool = False, **kw):
+    def __init__(self, model, tokenizer, *, batch_size: int = 16, chat: bool = False,
+                 readout: str = "generate", **kw):
         super().__init__(**kw)
         self.model, self.tokenizer = model, tokenizer
         self.batch_size = check_int("batch_size", batch_size, owner="HFJudge", low=1)
         self.chat = chat
+        self.readout = check_choice("readout", readout, READOUTS, owner="HFJudge")
         self.name = f"hf:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer.padding_side = "left"  # decoder-only: new tokens must follow the real last token
+        self._digits = None
+        if readout == "expected":
+            ids = [tokenizer.encode(str(d), add_special_tokens=False) for d in range(1, 10)]
+            if any(len(i) != 1 for i in ids) or len({i[0] for i in ids}) != 9:
+                fail("readout", "HFJudge", "'expected' only with a tokenizer that encodes the digits "
+                     "1-9 as nine distinct single tokens", readout)
+            self._digits = [i[0] for i in ids]
+
+    @property
+    def identity(self) -> tuple:
+        return (*super().identity, self.readout)
+
+    def _wrap(self, prompts: list[str]) -> list[str]:
+        tok = self.tokenizer
+        if self.chat and getattr(tok, "chat_template", None):
+            return [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                            add_generation_prompt=True) for p in prompts]
+        return list(prompts)
+
+    def _n_pos(self) -> int:
+        cfg = self.model.config
+        return getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 10**9)
 
     def generate(self, prompts: list[str], *, max_new_tokens: int) -> list[str]:
         import torch
 
-        tok = self.tokenizer
-        if tok.pad_token_id is None:
-            tok.pad_token = tok.eos_token
-        tok.padding_side = "left"  # decoder-only: new tokens must follow the real last token
-        if self.chat and getattr(tok, "chat_template", None):
-            prompts = [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                               add_generation_prompt=True) for p in prompts]
-        n_pos = getattr(self.model.config, "n_positions", None) or getattr(
-            self.model.config, "max_position_embeddings", 10**9)
+        tok, n_pos = self.tokenizer, self._n_pos()
+        prompts = self._wrap(prompts)
         outs: list[str] = []
         for s in range(0, len(prompts), self.batch_size):
             enc = tok(prompts[s: s + self.batch_size], return_tensors="pt", padding=True,
@@ -141,6 +177,53 @@ class HFJudge(Judge):
                                           do_sample=False, use_cache=True, pad_token_id=tok.pad_token_id)
             outs += tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
         return outs
+
+    def expected_scores(self, prompts: list[str], continuations: list[str] | None = None
+                        ) -> list[tuple[float, float]]:
+        """(probability-weighted score in [1, 9], probability mass on the digits) per prompt,
+        read after the (chat-wrapped when ``chat``) prompt, its continuation (text the judge
+        itself wrote, e.g. a rubric; default none) and :data:`SCORE_CUE`."""
+        import torch
+
+        if self._digits is None:
+            fail("readout", "HFJudge.expected_scores", "'expected' (set at construction)", self.readout)
+        tok = self.tokenizer
+        cont = [""] * len(prompts) if continuations is None else list(continuations)
+        texts = [w + c + SCORE_CUE for w, c in zip(self._wrap(prompts), cont, strict=True)]
+        digits = torch.tensor(self._digits)
+        out: list[tuple[float, float]] = []
+        for s in range(0, len(texts), self.batch_size):
+            enc = tok(texts[s: s + self.batch_size], return_tensors="pt", padding=True, truncation=True,
+                      max_length=self._n_pos())
+            with torch.no_grad():
+                logits = self.model(**enc).logits[:, -1, :].float()
+            p = torch.softmax(logits, -1)[:, digits]
+            mass = p.sum(-1)
+            score = (p * torch.arange(1, 10, dtype=p.dtype)).sum(-1) / mass
+            out += [(float(a), float(b)) for a, b in zip(score, mass, strict=True)]
+        return out
+
+    def judge(self, items: list[tuple[str, str, str]]) -> list[tuple[float | None, str]]:
+        if self.readout == "generate":
+            return super().judge(items)
+        prompts = [render_judge(self._q(q, "Judge.judge"), p, self._r(r, "Judge.judge"),
+                                template=self.template) for q, r, p in items]
+        self.calls["judge"] += len(prompts)
+        self.stats.attempts += len(prompts)
+        return [(s, f"expected score {s:.4f} (digit probability {m:.3f})")
+                for s, m in (self.expected_scores(prompts) if prompts else [])]
+
+    def joint(self, items: list[tuple[str, str]]) -> list[tuple[str, float | None, str]]:
+        if self.readout == "generate":
+            return super().joint(items)
+        prompts = [render_coupled(self._q(q, "Judge.joint"), self._r(r, "Judge.joint")) for q, r in items]
+        self.calls["joint"] += len(prompts)
+        self.stats.attempts += len(prompts)
+        rubrics = [_principle_block(o) for o in
+                   (self.generate(prompts, max_new_tokens=self.max_tokens_principles) if prompts else [])]
+        scored = self.expected_scores(prompts, [r + "\n" for r in rubrics])
+        return [(r, s, f"expected score {s:.4f} (digit probability {m:.3f})")
+                for r, (s, m) in zip(rubrics, scored, strict=True)]
 
 
 class OpenAICompatJudge(Judge):

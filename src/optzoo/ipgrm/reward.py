@@ -279,7 +279,9 @@ def measure_drift(judge: Judge, pairs, *, level: float = 0.95) -> dict:
     coupled judge writes when it sees R+ / R-. Returns the mean relative deviations
     ``plus = s(R+ | P+) / s(R+ | P0) - 1`` and ``minus = s(R- | P-) / s(R- | P0) - 1`` with
     Student-t intervals over pairs (``optzoo._core.stats.mean_ci``), the
-    per-pair values and the number of unparseable judgments (those pairs are skipped).
+    per-pair values, the raw scores (``scores``: lists ``plus_p0``, ``plus_coupled``,
+    ``minus_p0``, ``minus_coupled``, ``None`` where unparseable) and the number of unparseable
+    judgments (those pairs are skipped).
     """
     check_type("judge", judge, Judge, owner="measure_drift", what="a Judge backend")
     pairs = list(pairs)
@@ -293,7 +295,9 @@ def measure_drift(judge: Judge, pairs, *, level: float = 0.95) -> dict:
     items = ([(q, rp, p) for (q, rp, _), p in zip(pairs, p0, strict=True)] + [(q, rp, p) for (q, rp, _), p in zip(pairs, p_plus, strict=True)]
              + [(q, rm, p) for (q, _, rm), p in zip(pairs, p0, strict=True)] + [(q, rm, p) for (q, _, rm), p in zip(pairs, p_minus, strict=True)])
     s = [x[0] for x in judge.judge(items)]
-    out = {"n_pairs": n, "parse_failures": 0}
+    out = {"n_pairs": n, "parse_failures": 0,
+           "scores": {"plus_p0": s[0:n], "plus_coupled": s[n:2 * n], "minus_p0": s[2 * n:3 * n],
+                      "minus_coupled": s[3 * n:]}}
     for name, a, b in (("plus", s[0:n], s[n:2 * n]), ("minus", s[2 * n:3 * n], s[3 * n:])):
         dev = [y / x - 1.0 for x, y in zip(a, b, strict=True) if x is not None and y is not None]
         out["parse_failures"] += sum(x is None or y is None for x, y in zip(a, b, strict=True))

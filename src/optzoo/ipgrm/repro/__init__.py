@@ -41,6 +41,14 @@ CLAIMS = [
           "The cache's gain over the coupled GRM grows with the group size G.",
           "log(coupled / cached) CPU time at the largest G minus at the smallest G",
           direction="greater", threshold=0.0, source="paper 5.1"),
+    Claim("drift_real",
+          "A generative judge that writes its rubric after reading the response raises that "
+          "response's score over the rubric it writes from the question alone (paper Fig. 2: "
+          "+6.6 % for R+ under P+, +4.6 % for R- under P-, DeepSeek-GRM-16B), here with a real "
+          "judge nobody built to drift: SmolLM2-135M-Instruct.",
+          "per seed, mean over its generated writing pairs of s(R | P(Q, R)) / s(R | P0(Q)) - 1, "
+          "expected-score readout; parts: R+ under P+ ('plus'), R- under P- ('minus')",
+          direction="greater", threshold=0.0, source="paper Fig. 2; spec E1 with a real backend"),
     Claim("cost_model",
           "Our FLOP + per-pass cost model, fitted at the two smallest G, predicts the CPU "
           "times at the larger G within 25 % (our model, not the paper's).",
@@ -57,6 +65,12 @@ CLAIMS = [
           "training while the training reward rises (the paper's Fig. 4 pattern).",
           "coupled arm at kappa > 0: gold quality, mean of the last 5 steps - first 3",
           direction="less", threshold=0.0, kind="finding", source="spec E3 (drift injected)"),
+    Claim("real_judge_informative",
+          "SmolLM2-135M-Instruct as judge scores the response that follows the instructions (R+) "
+          "above the one that does not (R-) under the question-only rubric (is the judge of "
+          "drift_real informative at all?).",
+          "per seed, mean over pairs of s(R+ | P0) - s(R- | P0) on the 1-9 expected-score scale",
+          direction="greater", threshold=0.0, kind="finding", source="ours (judge sanity)"),
     Claim("consistency",
           "A shared cached rubric removes the within-group reward noise that independent "
           "rubric samples add (the noise is our simulator's Dirichlet rubric noise).",
@@ -83,6 +97,7 @@ class Config:
     arms: tuple = ("coupled", "ip_cache")
     kappas: tuple = (2.0,)
     n_pairs: int = 40
+    real_pairs: int = 0  # pairs per seed for the SmolLM2 judge (drift_real); 0: not run
     probe_groups: int = 32
     reps: int = 2
     seeds: int = 2
@@ -92,10 +107,10 @@ SCALES = {
     "smoke": Config(),
     "quick": Config(groups=(2, 4, 8, 16), lengths=(16, 48, 24, 32), n_embd=256, n_layer=4, n_head=4,
                     reps=3, steps=30, arms=("proxy", "coupled", "ip_nocache", "ip_cache"),
-                    kappas=(2.0, 0.0), probe_groups=64, seeds=12),
+                    kappas=(2.0, 0.0), probe_groups=64, real_pairs=3, seeds=12),
     "full": Config(groups=(2, 4, 8, 16), n_prompts=4, lengths=(64, 192, 96, 128), n_embd=256, n_layer=4,
                    n_head=4, reps=3, steps=100, arms=("proxy", "coupled", "ip_nocache", "ip_cache"),
-                   kappas=(2.0, 1.0, 0.0), n_pairs=200, probe_groups=256, seeds=16),
+                   kappas=(2.0, 1.0, 0.0), n_pairs=200, probe_groups=256, real_pairs=12, seeds=16),
 }
 
 
@@ -174,7 +189,7 @@ def run(config: Config, seed: int, progress) -> dict:
     from optzoo.ipgrm.repro.hacking import consistency_probe, run_grpo
 
     n_arms = len(config.kappas) * len(config.arms) - ("proxy" in config.arms) * (len(config.kappas) - 1)
-    n_units = len(config.groups) * 3 * (config.reps + 1) + n_arms * config.steps
+    n_units = len(config.groups) * 3 * (config.reps + 1) + n_arms * config.steps + bool(config.real_pairs)
     progress.start(n_units, "ipgrm")
     out = {"e1": _e1(config, seed), "e2": _e2(config, seed, progress), "e3": {}}
     for i, kappa in enumerate(config.kappas):
@@ -185,6 +200,11 @@ def run(config: Config, seed: int, progress) -> dict:
                          progress=progress)
             out["e3"][f"{arm}@{kappa}"] = o
     out["probe"] = consistency_probe(seed=seed, n_groups=config.probe_groups)
+    if config.real_pairs:
+        from optzoo.ipgrm.repro.realjudge import real_drift
+
+        out["e1_real"] = real_drift(config.real_pairs, seed)
+        progress.advance()
     return out
 
 
@@ -233,8 +253,14 @@ def judge(per_seed: list[dict]) -> list[Verdict]:
                paired(paired(ms(gmax, "coupled"), ms(gmax, "cached"), "logratio"),
                       paired(ms(gmin, "coupled"), ms(gmin, "cached"), "logratio")),
                note=f"G = {gmax} vs G = {gmin}"),
-        decide(c["cost_model"], [r["e2"]["shared"]["cost_model_error"] for r in per_seed]),
     ]
+    real = [r["e1_real"] for r in per_seed if "e1_real" in r]
+    if len(real) == len(per_seed):
+        pairs = {"pairs_per_seed": real[0]["n_pairs"]}
+        out.append(decide(c["drift_real"], {s: [x[s] for x in real] for s in ("plus", "minus")}, numbers=pairs))
+    else:
+        out.append(decide(c["drift_real"], None, note="not run at this scale (the SmolLM2 judge runs at quick and full)"))
+    out.append(decide(c["cost_model"], [r["e2"]["shared"]["cost_model_error"] for r in per_seed]))
     kap = [k for k in per_seed[0]["e3"] if k.startswith("coupled@") and float(k.split("@")[1]) > 0]
     k = kap[0].split("@")[1]
 
@@ -249,6 +275,10 @@ def judge(per_seed: list[dict]) -> list[Verdict]:
                       note=f"kappa = {k}",
                       numbers={"reward_change": float(np.mean([_tail(x) - _head(x)
                                                                for x in curve("coupled", "reward")]))}))
+    if len(real) == len(per_seed):
+        out.append(decide(c["real_judge_informative"], [x["discrimination"] for x in real]))
+    else:
+        out.append(decide(c["real_judge_informative"], None, note="not run at this scale"))
     out.append(decide(c["consistency"], paired([r["probe"]["ip_cache"] for r in per_seed],
                                                [r["probe"]["ip_nocache"] for r in per_seed], "logratio")))
     out.append(decide(c["drift_protocol"],
