@@ -114,3 +114,16 @@ def test_claims_whose_methods_were_not_run_are_inconclusive():
         assert vs[cid].verdict == "inconclusive"
         assert "not run at this scale" in vs[cid].summary and not vs[cid].parts
     assert vs["beats_icl_kv"].verdict == "reproduced"
+
+
+def test_tuning_choice_is_accuracy_then_margin():
+    from optzoo.context_tuning.repro.tuning import choose
+
+    def row(seed, lr, acc, margin):
+        return {"seed": seed, "lr": lr, "mean": {"ctkv": {"acc": acc, "margin": margin}}}
+
+    rows = [row(0, 1e-2, 0.75, 1.0), row(1, 1e-2, 0.25, 1.0),  # mean accuracy 0.5
+            row(0, 3e-2, 0.5, 5.0), row(1, 3e-2, 0.5, 5.0),    # 0.5 too, larger margin: chosen
+            row(0, 1e-1, 0.25, 9.0), row(1, 1e-1, 0.25, 9.0)]  # largest margin, lower accuracy
+    lr, acc, margin = choose(rows)["ctkv"]
+    assert (lr, acc, margin) == (3e-2, 0.5, 5.0)

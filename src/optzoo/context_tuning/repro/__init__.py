@@ -89,13 +89,14 @@ class Config:
 
 
 _EVERY = ALL_METHODS
-# Quick learning rates: chosen per method from the grid {3e-3, 1e-2, 3e-2} on a "tune"-split task
-# of pilot seed 90000 at the quick budget (k = 8, 8 steps), by tune accuracy then label margin;
-# never on the judged tasks or the verdict seeds. All three trained methods chose 3e-2.
+# Learning rates, per method, from ``optzoo.context_tuning.repro.tuning`` (records in
+# docs/tuning/context_tuning_{quick,full}.json): the grid {1e-3, 3e-3, 1e-2, 3e-2, 1e-1} for every
+# method, one ``tune``-split task of each pilot seed 90000 and 90001 at the scale's k and steps,
+# best mean tuning accuracy then label margin; never the judged tasks or the verdict seeds.
+# ttt_ctkv is not tuned on its own: TTT at TTT's rate, then CT-KV at CT-KV's.
 _QUICK_LRS = (("ctkv", 3e-2), ("ctkv_noloo", 3e-2), ("peft_prefix", 3e-2))
-# Full learning rates: NOT tuned (no CPU budget for a tuning run at 100 steps): the top of the
-# spec's grid {3e-4, 1e-3, 3e-3} for every method, the same for all.
-_FULL_LRS = tuple((m, 3e-3) for m in TRAINED)
+_FULL_LRS = (("ctkv", 1e-2), ("ctprompt", 1e-2), ("peft_prompt", 3e-2), ("peft_prefix", 3e-2), ("ttt", 3e-3),
+             ("ttt_ctkv", 3e-3), ("ctkv_noloo", 3e-2), ("ctkv_nodrop", 1e-2))
 
 SCALES = {
     "smoke": Config("tiny", tasks=2, k=4, queries=4, steps=3, methods=_EVERY, lrs=tuple((m, 1e-2) for m in TRAINED),
@@ -108,9 +109,11 @@ SCALES = {
     "quick": Config("smollm2", tasks=2, k=8, queries=12, steps=8,
                     methods=("zeroshot", "icl", "ctkv", "peft_prefix", "ctkv_noloo"), lrs=_QUICK_LRS,
                     timing_ks=(4, 8, 16), timing_steps=1, seeds=5),
-    # The spec's quick scale (k = 16, T = 100, 12 tasks) with every method: several CPU-hours
-    # per seed on SmolLM2; run once, on a GPU machine where one is lent (not run yet).
-    "full": Config("smollm2", tasks=12, k=16, queries=16, steps=100, methods=_EVERY, lrs=_FULL_LRS,
+    # Every method, at the largest scale a CPU run affords: about 13 CPU-seconds per step of all
+    # ten methods at k = 8 (CT-Prompt, prompt tuning and TTT about 2.6 each), so one seed of two
+    # tasks at 16 steps is about 8 CPU-minutes. The spec's quick scale (k = 16, T = 100, 12 tasks)
+    # costs several CPU-hours a seed on SmolLM2: a GPU job, not run here.
+    "full": Config("smollm2", tasks=2, k=8, queries=16, steps=16, methods=_EVERY, lrs=_FULL_LRS,
                    timing_ks=(4, 8, 16, 32), timing_steps=3, seeds=5),
 }
 
