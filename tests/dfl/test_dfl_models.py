@@ -112,3 +112,18 @@ def test_backend_must_be_named_and_highs_needs_nothing():
     assert isinstance(m, pyepo.model.opt.optModel) and m.num_cost == 12
     with pytest.raises(ValueError, match=r"'backend' argument of pyepo_model must be one of"):
         pyepo_model("shortest_path", (3, 3), backend="cplex")
+
+
+def test_cost_vector_fast_path_still_rejects_nan_and_inf():
+    """setObj's fast path for float arrays (what PyEPO's losses pass) keeps the finiteness rule:
+    NaN, inf and inf - inf raise; finite costs whose sum overflows are accepted."""
+    m = FeasibleSetModel(np.eye(3))
+    for bad in ([1.0, np.nan, 0.0], [np.inf, 0.0, 0.0], [np.inf, -np.inf, 0.0]):
+        for dtype in (np.float64, np.float32):
+            with pytest.raises(ValueError, match="'c' argument of FeasibleSetModel.setObj must contain only finite"):
+                m.setObj(np.array(bad, dtype=dtype))
+    big = np.array([1e308, 1e308, -1.0])                     # sum overflows, entries finite
+    m.setObj(big)
+    assert m.solve()[1] == -1.0
+    m.setObj(np.array([3.0, 1.0, 2.0], dtype=np.float32))   # float32 rows become float64
+    assert m._c.dtype == np.float64 and m.solve()[1] == 1.0

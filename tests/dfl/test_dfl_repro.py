@@ -92,3 +92,25 @@ def test_solver_free_loop_time_is_the_median_over_rounds():
                      "spo": {"loop_cpu_s": 2.0, "epochs": 2}}}
     assert _per_epoch(t, "A") == pytest.approx(0.01)     # the slow third round does not count
     assert _per_epoch(t, "spo") == pytest.approx(1.0)
+
+
+
+def test_run_passes_each_cells_own_n_train(monkeypatch):
+    seen = []
+
+    def fake_problem(problem, deg, cfg, seed, progress, *, n_train=None):
+        seen.append((problem, deg, n_train))
+        return {"problem": problem, "deg": deg, "methods": {}}
+
+    def fake_time(problem, deg, cfg, seed, progress):
+        seen.append((problem, deg, "time"))
+        return {"problem": problem, "deg": deg, "methods": {}}
+
+    monkeypatch.setattr(repro, "run_problem", fake_problem)
+    monkeypatch.setattr(repro, "time_problem", fake_time)
+    cfg = repro.Config(problems=(("shortest_path", 4), ("knapsack", 4, 300), ("knapsack", 6, 300)))
+    out = repro.run(cfg, 0, NullProgress())
+    # timing on each problem's largest deg; the cells keep their own n_train (None: cfg's)
+    assert seen == [("shortest_path", 4, None), ("knapsack", 4, 300), ("knapsack", 6, 300),
+                    ("knapsack", 6, "time"), ("shortest_path", 4, "time")]
+    assert out["config"]["problems"] == [["shortest_path", 4], ["knapsack", 4, 300], ["knapsack", 6, 300]]

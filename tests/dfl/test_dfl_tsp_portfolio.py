@@ -123,6 +123,55 @@ def _exact_portfolio(m, c):
     return best
 
 
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7])
+def test_enumerated_tours_are_every_tour_once(n):
+    import math
+
+    from optzoo.dfl import enumerate_tsp_tours
+
+    T = enumerate_tsp_tours(n)
+    assert T.shape == (math.factorial(n - 1) // 2, n * (n - 1) // 2)
+    assert len(np.unique(T, axis=0)) == len(T)
+    tours = {tuple(tsp_tour(row, n)) for row in T}           # each row one Hamiltonian cycle
+    assert len(tours) == len(T)
+
+
+def test_enumerated_tour_oracle_equals_the_milp_and_brute_force():
+    from optzoo.dfl import FeasibleSetModel, enumerate_tsp_tours
+
+    rng = np.random.default_rng(3)
+    for n in (5, 7):
+        oracle, dfj = FeasibleSetModel(enumerate_tsp_tours(n)), tsp_model(n, formulation="DFJ")
+        _, gen = pyepo.data.tsp.genData(4, 3, n, deg=6, noise_width=0.5, seed=n)
+        for c in [*gen, rng.standard_normal(n * (n - 1) // 2)]:
+            oracle.setObj(c)
+            dfj.setObj(c)
+            (w, z), (w2, z2) = oracle.solve(), dfj.solve()
+            assert z == pytest.approx(z2, abs=1e-9)
+            assert z == pytest.approx(_brute_tsp(c, n), rel=1e-6)   # brute force sums float32
+            assert np.array_equal(w, w2)
+    # the full-scale size: the same decisions as HiGHS DFJ on PyEPO data (deg 6) and on the
+    # negative costs SPO+ produces (2 c_hat - c)
+    oracle, dfj = FeasibleSetModel(enumerate_tsp_tours(9)), tsp_model(9, formulation="DFJ")
+    _, gen = pyepo.data.tsp.genData(6, 5, 9, deg=6, noise_width=0.5, seed=11)
+    for c in [*gen, 2 * rng.standard_normal(36) - gen[0]]:
+        oracle.setObj(c)
+        dfj.setObj(c)
+        assert np.array_equal(oracle.solve()[0], dfj.solve()[0])
+
+
+def test_enumerated_tours_refuse_too_many():
+    from optzoo.dfl import enumerate_tsp_tours
+
+    with pytest.raises(ValueError, match=r"'max_points' argument of enumerate_tsp_tours"):
+        enumerate_tsp_tours(11)                               # 10!/2 = 1,814,400 tours
+    with pytest.raises(ValueError, match=r"'max_points' argument of enumerate_tsp_tours"):
+        enumerate_tsp_tours(6, max_points=59)                 # 5!/2 = 60 tours
+    assert len(enumerate_tsp_tours(6, max_points=60)) == 60
+    with pytest.raises(ValueError, match=r"'num_nodes' argument of enumerate_tsp_tours"):
+        enumerate_tsp_tours(2)
+
+
 def test_portfolio_follows_pyepo_problem():
     cov, _, r = pyepo.data.portfolio.genData(5, 3, 6, deg=2, noise_level=1, seed=4)
     m = portfolio_model(cov)
@@ -229,21 +278,30 @@ def test_full_scale_lists_tsp_and_portfolio_and_a_tiny_run_works():
     from optzoo.repro.claim import NullProgress
 
     full = repro.SCALES["full"]
-    assert {("tsp", d) for d in (1, 2, 4, 6)} <= set(full.problems)
-    assert {("portfolio", d) for d in (1, 2, 4, 6)} <= set(full.problems)
+    cells = repro._cells(full)
+    # TSP and portfolio at the degrees where the claims are judged, every method on each
+    assert {(p, d) for p, d, _ in cells if p in ("tsp", "portfolio")} == \
+        {(p, d) for p in ("tsp", "portfolio") for d in (4, 6)}
+    assert {p for p, _, _ in cells} == {"shortest_path", "knapsack", "tsp", "portfolio"}
+    assert full.seeds >= 5 and len(full.methods) == 9 and len(full.lrs) == 2
     for scale in ("smoke", "quick"):
         assert {p for p, _ in repro.SCALES[scale].problems} == {"shortest_path", "knapsack"}
-    assert (TSP_NODES, ASSETS) == (10, 50)                  # spec section 3, P3 and P4
+    # portfolio 50 assets (spec P4); TSP 9 nodes, one below the spec's P3 (see SCALES)
+    assert (TSP_NODES, ASSETS) == (9, 50)
+    _, c, tsp_oracle, tsp_factory = make_data("tsp", 4, 4, 90000)
+    assert tsp_oracle.num_cost == tsp_factory().num_cost == c.shape[1] == 36
     x, c, oracle, factory = make_data("portfolio", 8, 4, 90000)
     cov, x2, c2 = pyepo.data.portfolio.genData(8, 5, ASSETS, deg=4, noise_level=1.0,
                                                seed=_seed("portfolio", 4))
     assert np.array_equal(x, x2) and np.array_equal(c, c2) and np.allclose(oracle.covariance, cov)
-    cfg = Config(problems=(("tsp", 4), ("portfolio", 4)), n_train=10, n_test=8, epochs=1,
+    cfg = Config(problems=(("tsp", 4), ("portfolio", 4, 15)), n_train=10, n_test=8, epochs=1,
                  lrs=(1e-2,), methods=("mse", "spo", "pfyl", "A", "B"), pfyl_samples=1,
                  time_n=8, time_epochs_free=1,
                  time_rounds=1, time_methods=("mse", "spo", "A", "B"), seeds=2)
     per_seed = [repro.run(cfg, s, NullProgress()) for s in (90000, 90001)]
     assert json.loads(json.dumps(per_seed, allow_nan=False)) == per_seed
+    # the portfolio cell's own n_train (15: 12 fit + 3 validation), the TSP cell's the default
+    assert [(r["n_fit"] + r["n_val"], r["n_test"]) for r in per_seed[0]["regret"]] == [(10, 8), (15, 8)]
     for r in per_seed[0]["regret"]:
         assert all(m["test_regret"] >= -1e-6 for m in r["methods"].values())
         assert all(r["methods"][m]["loop_solver_calls"] == 0 for m in ("mse", "A", "B"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -268,14 +269,15 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
                 loss = loss_fn(*[fields[r] for r in roles])
                 if loss.ndim:
                     loss = loss.mean()
-                if not bool(torch.isfinite(loss)):
+                value = float(loss.detach())       # one read of the loss a step
+                if not math.isfinite(value):
                     status, message = Status.DIVERGED, "the loss diverged (non-finite value)"
                     break
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
                 steps += 1
-                tot, cnt = tot + float(loss.detach()) * len(idx), cnt + len(idx)
+                tot, cnt = tot + value * len(idx), cnt + len(idx)
                 if max_steps is not None and steps >= max_steps:
                     break
             if status is Status.DIVERGED:

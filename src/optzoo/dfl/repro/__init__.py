@@ -5,7 +5,7 @@ labelled A (directional) and B (pool softmin) in the claim id and statement; nei
 paper's loss, so a verdict says what these candidates do, not what the paper's loss does.
 
 Per seed and (problem, deg): fresh PyEPO data (shortest path 5x5 / knapsack 32 items, 2
-dims, capacity 20; at full also TSP 10 nodes / portfolio 50 assets; 5 features, noise
+dims, capacity 20; at full also TSP 9 nodes / portfolio 50 assets; 5 features, noise
 half-width 0.5), a 20% validation split of the training
 set, the same initial ``nn.Linear`` and batch order for all methods, Adam for ``epochs``
 epochs, and per method the lr with the lowest validation regret from the same grid (tau of B
@@ -82,6 +82,8 @@ CLAIMS = _claims()
 
 @dataclass(frozen=True)
 class Config:
+    # cells: (problem, deg), or (problem, deg, n_train) to give that cell (all its methods
+    # alike) its own training-set size
     problems: tuple = (("shortest_path", 4), ("shortest_path", 6), ("knapsack", 4), ("knapsack", 6))
     n_train: int = 1000
     n_test: int = 1000
@@ -110,28 +112,54 @@ SCALES = {
                     epochs=2, lrs=(1e-2,), taus=(1.0,), methods=("mse", "spo", "pfyl", "dbb", "nce", "A", "B"),
                     time_n=20, time_epochs_free=2, time_rounds=2, time_methods=("mse", "spo", "A", "B"), seeds=2),
     "quick": Config(),
-    "full": Config(problems=tuple((p, d) for p in ("shortest_path", "knapsack", "tsp", "portfolio")
-                                  for d in (1, 2, 4, 6)),
-                   n_train=1000, n_test=1000, epochs=50, pfyl_samples=10, time_n=500,
+    # full, sized to at most about 40 CPU-minutes for all its seeds (the earlier full, 16
+    # cells at n_train 1000, 50 epochs, PFYL 10 samples, 10 seeds, TSP through HiGHS, was
+    # about 71 CPU-hours a seed). Every method has the same cells, data, epochs and lr grid.
+    # Measured (pilot seed 90000, deg 6, one thread, process CPU s per training instance and
+    # epoch for one lr, all nine arms together; docs/papers/dfl.md, Reproduction): shortest
+    # path 2.2e-4, knapsack 4.5e-4, TSP 9 nodes (enumerated tours) 8.4e-4, portfolio 7.2e-3.
+    # Per cell (x 2 lrs x 20 epochs, plus validation, test and pre-computation solves):
+    # shortest path ~8 s, knapsack ~15 s, TSP ~29 s (n_train 1000), portfolio ~57 s
+    # (n_train 200; one whole portfolio deg-6 cell measured 49.5 s on pilot seed 90002);
+    # the four timing runs 12 s together (measured). Total 8 x 4 + 15 x 4 + 29 x 2 + 57 x 2
+    # + 12 + ~5 (imports, data) = about 280 CPU-s a seed, about 23 CPU-minutes for the 5
+    # seeds (about 12 minutes of wall time with --jobs 2 on 2 idle cores).
+    # Reduced from the earlier full: TSP 10 -> 9 nodes (its 20,160 tours make the exact
+    # enumeration oracle ~0.1 ms a solve; 10 nodes' 181,440 tours take ~3.5 ms, HiGHS DFJ
+    # 20-55 ms); TSP and portfolio at deg 4 and 6 only (where the claims are judged);
+    # portfolio at n_train 200 (its exact solve takes ~1 ms); 20 epochs; PFYL 3 samples;
+    # 5 seeds; timing on 200 instances for 1 epoch. lr grid {1e-2, 1e-1} (quick: {1e-3,
+    # 1e-2}): on pilot seed 90001 (TSP and portfolio, 80 training instances, 20 epochs)
+    # lr 1e-2 left MSE, A and SPO+ under-trained where 1e-1 converged.
+    "full": Config(problems=(*((p, d) for p in ("shortest_path", "knapsack") for d in (1, 2, 4, 6)),
+                             ("tsp", 4), ("tsp", 6), ("portfolio", 4, 200), ("portfolio", 6, 200)),
+                   n_train=1000, n_test=1000, epochs=20, lrs=(1e-2, 1e-1), pfyl_samples=3,
+                   time_n=200,
                    methods=("mse", "spo", "pfyl", "dbb", "nce", "spo_light", "cmap_light", "A", "B"),
-                   time_epochs=2, time_epochs_free=20,
-                   time_methods=("mse", "spo", "spo_light", "nce", "A", "B"), seeds=10),
+                   time_epochs=1, time_epochs_free=20,
+                   time_methods=("mse", "spo", "spo_light", "nce", "A", "B"), seeds=5),
 }
+
+
+def _cells(cfg: Config) -> list[tuple[str, int, int | None]]:
+    """(problem, deg, n_train or None for ``cfg.n_train``) for every cell of ``cfg``."""
+    return [(c[0], int(c[1]), int(c[2]) if len(c) > 2 else None) for c in cfg.problems]
 
 
 def run(config: Config, seed: int, progress) -> dict:
     cfg = config
+    cells = _cells(cfg)
     steps = sum(len(cfg.lrs) * (len(cfg.taus) if m == "B" else 1) for m in cfg.methods)
-    timed = sorted({p for p, _ in cfg.problems})
-    progress.start(steps * len(cfg.problems) + len(timed) * len(cfg.time_methods), "dfl")
+    timed = sorted({p for p, _, _ in cells})
+    progress.start(steps * len(cells) + len(timed) * len(cfg.time_methods), "dfl")
     res: dict = {"config": {"problems": [list(p) for p in cfg.problems], "epochs": cfg.epochs,
                             "n_train": cfg.n_train, "n_test": cfg.n_test,
                             "pfyl_samples": cfg.pfyl_samples, "time_n": cfg.time_n,
                             "time_epochs": cfg.time_epochs, "time_epochs_free": cfg.time_epochs_free,
                             "time_rounds": cfg.time_rounds}}
-    res["regret"] = [run_problem(p, d, cfg, seed, progress) for p, d in cfg.problems]
+    res["regret"] = [run_problem(p, d, cfg, seed, progress, n_train=n) for p, d, n in cells]
     # timing on the largest deg of each problem (cost depends on the solver, not on deg)
-    res["timing"] = [time_problem(p, max(d for q, d in cfg.problems if q == p), cfg, seed, progress)
+    res["timing"] = [time_problem(p, max(d for q, d, _ in cells if q == p), cfg, seed, progress)
                      for p in timed]
     return res
 
