@@ -64,8 +64,6 @@ def real_drift(n_pairs: int, seed: int, *, max_tokens_principles: int = 48, mode
     judge's discrimination s(R+ | P0) - s(R- | P0) and its CPU seconds."""
     import time
 
-    import torch
-
     from optzoo.ipgrm import HFJudge
     from optzoo.ipgrm.reward import measure_drift
 
@@ -78,8 +76,7 @@ def real_drift(n_pairs: int, seed: int, *, max_tokens_principles: int = 48, mode
     judge = HFJudge(lm.eval(), tok, chat=True, readout="expected", batch_size=16,
                     max_tokens_principles=max_tokens_principles)
     pairs = make_pairs(n_pairs, seed)
-    with torch.no_grad():
-        d = measure_drift(judge, pairs)
+    d = measure_drift(judge, pairs)  # HFJudge runs its forwards under no_grad
     sc = d["scores"]
     return {"n_pairs": len(pairs), "plus": float(np.mean(d["plus_values"])),
             "minus": float(np.mean(d["minus_values"])),
