@@ -135,7 +135,7 @@ PAPERS: tuple[Paper, ...] = (
           "ICML 2026", "2606.19587", None, "reconstructed", "only the abstract is public",
           "decision-focused loss",
           "Decision-focused learning without calling the solver in training matches solver-based losses.",
-          api=("LinearProgramModel", "FeasibleSetModel", "shortest_path_model", "knapsack_model", "tsp_model",
+          api=("LinearProgramModel", "FeasibleSetModel", "shortest_path_model", "knapsack_model", "tsp_model", "enumerate_tsp_tours",
                "portfolio_model",
                "pyepo_model", "enumerate_grid_paths", "enumerate_knapsack", "grid_arcs",
                "count_solver_calls", "SolverCallCounter", "SolverCallError", "precompute",
