@@ -225,3 +225,121 @@ def test_near_tie_cap_keeps_duplicates_apart():
     a share (the front mass plateaus instead of reaching 1)."""
     pi, front = _tabular_run(eta_tie=0.1)
     assert pi[2] > 0.05 and pi[3] + pi[4] < 0.01
+
+
+# ---------------------------------------------------------------------------------------------
+# the KL-regularised variant: max_q E_q s - beta KL(q || p) s.t. the same moments
+
+
+def _slsqp_kl(est, b, s, beta):
+    """Solve the stated problem of group b directly: max E_q s - beta KL(q || p), same moments."""
+    phi, u, a = (t[b].numpy() for t in (est.feasible, est.win_rate, est.ambiguity))
+    act, tg = est.diagnostics["active"][b].numpy(), est.targets[b].numpy()
+    G = phi.size
+    p = np.full(G, 1.0 / G)
+    cons = [{"type": "eq", "fun": lambda q: q.sum() - 1.0, "jac": lambda q: np.ones(G)}]
+    if act[0]:
+        cons.append({"type": "ineq", "fun": lambda q: q @ phi - tg[0], "jac": lambda q: phi})
+    if act[1]:
+        cons.append({"type": "ineq", "fun": lambda q: q @ u - tg[1], "jac": lambda q: u})
+    if act[2]:
+        cons.append({"type": "ineq", "fun": lambda q: tg[2] - q @ a, "jac": lambda q: -a})
+
+    def f(q):
+        return float(-(q @ s) + beta * np.sum(q * np.log(q / p)))
+
+    r = minimize(f, p, jac=lambda q: -s + beta * (np.log(q / p) + 1.0), constraints=cons,
+                 bounds=[(1e-14, 1.0)] * G, method="SLSQP", options={"ftol": 1e-15, "maxiter": 2000})
+    return r.x, f
+
+
+@pytest.mark.parametrize("beta", [0.3, 1.0, 3.0])
+def test_kl_variant_matches_slsqp_on_the_stated_problem(beta):
+    F, c = _groups(B=24, seed=5)
+    s = torch.randn(24, 8, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    est = _quiet(F, c, senses=("max", "min"), score=s, beta=beta)
+    checked = 0
+    for b in range(F.shape[0]):
+        if est.status[b] != "optimal":
+            continue
+        q, f = _slsqp_kl(est, b, s[b].numpy(), beta)
+        assert np.abs(q - est.q[b].numpy()).max() < 1e-6
+        assert f(est.q[b].numpy()) <= f(q) + 1e-10          # ours is at least as good
+        checked += 1
+    assert checked >= 10
+    lam, res = est.lambdas, est.residual
+    assert (lam >= 0).all() and (res >= -1e-8).all()
+    assert (lam * res).abs().max() < 1e-7                    # complementary slackness
+    # the dropped constraints are those whose statistic is constant over the group
+    psi = torch.stack([est.feasible, est.win_rate, -est.ambiguity], -1)
+    const = psi.amax(1) == psi.amin(1)
+    assert (const | est.diagnostics["active"]).all()
+    # q* = p exp((s + lambda^T psi) / beta) / Z with the returned lambda (the stated problem's)
+    q = torch.softmax((s + (psi * lam[:, None]).sum(-1)) / beta, -1)
+    assert torch.allclose(q, est.q, atol=1e-12)
+
+
+def test_kl_variant_is_the_plain_projection_with_the_tilted_base():
+    """mu = lambda / beta maximises the plain dual with base p' = softmax(s / beta) and the
+    same targets b (KKT of max_{mu >= 0} D(mu; p'))."""
+    F, c = _groups(B=16, seed=11)
+    beta = 0.7
+    s = 2 * torch.randn(16, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    est = _quiet(F, c, score=s, beta=beta)
+    pt = torch.softmax(s / beta, -1)
+    assert torch.allclose(est.diagnostics["base"], pt, atol=1e-14)
+    psi = torch.stack([est.feasible, est.win_rate, -est.ambiguity], -1)
+    b = torch.nan_to_num(torch.stack([est.targets[:, 0], est.targets[:, 1], -est.targets[:, 2]], -1))
+    mu = (est.lambdas / beta).clone().requires_grad_(True)
+    grad, = torch.autograd.grad(dual_objective(mu, psi, b, p=pt).sum(), mu)
+    act = est.diagnostics["active"]
+    free = act & (est.lambdas > 0) & ~est.diagnostics["lambda_at_bound"][:, None]
+    assert free.any()
+    assert grad[free].abs().max() < 1e-8                                  # stationary
+    assert (grad[act & (est.lambdas == 0)] <= 1e-8).all()                 # pinned at 0
+    q = torch.softmax(torch.log(pt) + (psi * (est.lambdas / beta)[:, None]).sum(-1), -1)
+    assert torch.allclose(q, est.q, atol=1e-12)
+
+
+def test_kl_variant_q_equals_tilted_base_when_constraints_are_inactive():
+    F, c = _groups(B=10, seed=4)
+    phi, u, a, v = comparison_statistics(F, c - 5.0)          # all feasible: phi dropped
+    s = 3.0 * u                                               # tilting toward u keeps E u up
+    for beta in (0.5, 2.0):
+        est = _quiet(F, c - 5.0, eps_progress=0.0, eta_tie=1.0, score=s, beta=beta)
+        assert torch.equal(est.lambdas, torch.zeros_like(est.lambdas))
+        assert torch.allclose(est.q, torch.softmax(s / beta, -1), rtol=1e-15, atol=0)
+
+
+def test_kl_variant_with_constant_score_is_the_plain_projection():
+    F, c = _groups(B=20, seed=8)
+    plain = _quiet(F, c)
+    for beta in (0.5, 1.0, 4.0):
+        est = _quiet(F, c, score=torch.full((20, 8), 0.3, dtype=torch.float64), beta=beta)
+        assert torch.allclose(est.q, plain.q, atol=1e-9)
+        ok = ~plain.diagnostics["lambda_at_bound"] & ~est.diagnostics["lambda_at_bound"]
+        assert torch.allclose(est.lambdas[ok], beta * plain.lambdas[ok], atol=1e-6)
+
+
+def test_kl_variant_keeps_full_support_and_anchor_mass():
+    F, c = _groups(B=64, G=12, shift=1.2, seed=3)
+    s = 3.0 * torch.randn(64, 12, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+    # push the score against feasibility: the anchor constraint must still hold
+    s = s - 4.0 * (c[..., 0] <= 0).to(s.dtype)
+    est = _quiet(F, c, tau_feas=0.6, score=s, beta=0.5)
+    assert (est.q > 0).all()
+    assert torch.allclose(est.q.sum(-1), torch.ones(64, dtype=torch.float64))
+    has = (est.feasible.sum(-1) > 0) & (est.feasible.mean(-1) < 1)
+    assert has.any() and (est.q[est.feasible.bool()] > 0).all()
+    tau_eff = torch.clamp(torch.clamp(est.feasible.mean(-1), min=0.6), max=0.95)
+    ok = has & ~est.diagnostics["lambda_at_bound"]
+    assert ok.sum() > 10
+    assert (est.diagnostics["q_feasible"][ok] >= tau_eff[ok] - 1e-8).all()
+
+
+def test_score_none_path_is_unchanged_by_the_new_arguments():
+    F, c = _groups(B=12, seed=1)
+    a = _quiet(F, c)
+    b = _quiet(F, c, score=None, beta=1.0, archive=None, keys=None)
+    assert torch.equal(a.q, b.q) and torch.equal(a.lambdas, b.lambdas)
+    assert "score" not in a.diagnostics

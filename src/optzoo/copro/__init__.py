@@ -3,13 +3,16 @@
 Fidelity **reconstructed** (only the abstract is public): see ``docs/papers/copro.md`` for
 every inferred choice.
 
-* :func:`copro_e_step`: the batched closed-form E-step (q*, duals, per-group status);
+* :func:`copro_e_step`: the batched closed-form E-step (q*, duals, per-group status), with an
+  optional score for the KL-regularised variant;
+* :class:`ParetoArchive`: per-context running feasible archives and the PF-progress flag;
 * :func:`copro_loss` / :class:`CoProLoss`: the M-step (weighted MLE + KL trust region);
 * :class:`CoProConfig` / :class:`CoProTrainer`: a TRL-style trainer for Hugging Face causal LMs;
 * :mod:`optzoo.copro.opamp`: the two-stage Miller op-amp benchmark (numpy; optional ngspice);
 * :mod:`optzoo.copro.baselines`: the group-RL advantages CoPro is compared with.
 """
 
+from optzoo.copro.archive import ParetoArchive
 from optzoo.copro.estep import (
     STATUSES,
     CoProEStep,
@@ -28,6 +31,7 @@ __all__ = [
     "CoProLoss",
     "CoProTrainer",
     "OpAmpSpec",
+    "ParetoArchive",
     "comparison_statistics",
     "copro_e_step",
     "copro_loss",

@@ -36,6 +36,27 @@ groups at once by projected Newton (gradient :math:`E_q\\tilde\\psi-b`, Hessian
 :math:`\\mathrm{Cov}_q\\tilde\\psi`) with a batched Armijo search. Targets are clipped strictly
 inside the attainable hull and :math:`\\lambda` is box-bounded, so :math:`\\lambda` stays finite
 and every sample, in particular every feasible anchor, keeps :math:`q^*_i>0`.
+
+KL-regularised variant (``score=...``; reconstructed, **INFERRED**: spec section 1.4 names it
+as an alternative, the abstract calls the projection "KL-regularized"). With a score
+:math:`s_i` (any finite numbers, or the PF-progress flag of a running feasible archive,
+:class:`~optzoo.copro.archive.ParetoArchive`) and :math:`\\beta>0`,
+
+.. math::
+
+    q^* = \\arg\\max_{q\\in\\Delta_G} E_q s-\\beta\\,\\mathrm{KL}(q\\|p)\\ \\text{s.t. the same
+    moments}\\quad\\Rightarrow\\quad q^*_i\\propto p_i\\exp\\big((s_i+\\lambda^\\top\\tilde\\psi_i)/\\beta\\big).
+
+Since :math:`E_q s-\\beta\\mathrm{KL}(q\\|p)=-\\beta\\,\\mathrm{KL}(q\\|p')+\\beta\\log
+E_p e^{s/\\beta}` with the tilted base :math:`p'\\propto p\\,e^{s/\\beta}`, this is exactly the
+plain projection onto the same targets :math:`b` with base :math:`p'`, dual variable
+:math:`\\mu=\\lambda/\\beta` and dual :math:`D(\\mu)=\\mu^\\top b-\\log\\sum_i p'_i
+e^{\\mu^\\top\\tilde\\psi_i}`; the same batched Newton solves it with the log-base
+:math:`\\log p'`. The returned ``lambdas`` are :math:`\\lambda=\\beta\\mu` (the multipliers of
+the stated problem) and ``lambda_max`` bounds :math:`\\lambda`. The targets and their clipping
+are those of the plain projection (computed under the uniform :math:`p`); every constraint that
+is not constant over the group is imposed (under :math:`p'` a target equal to its uniform
+mean can bind). A constant score gives :math:`p'=p`, the plain projection's q*.
 """
 
 from __future__ import annotations
@@ -241,8 +262,12 @@ def dual_objective(lambdas, psi, b, p=None):
     return (lambdas * b).sum(-1) - torch.logsumexp(logit, -1)
 
 
-def _newton(psi, b, active, lam_max, max_iter, tol, torch):
-    """Projected Newton on -D over [0, lam_max]^3 (inactive coordinates pinned at 0)."""
+def _newton(psi, b, active, lam_max, max_iter, tol, torch, logp=None):
+    """Projected Newton on -D over [0, lam_max]^3 (inactive coordinates pinned at 0).
+
+    ``logp`` [B, G]: the log of a non-uniform base (up to a constant per group); ``None`` is
+    the uniform base (that path is left exactly as it was).
+    """
     B, G, _ = psi.shape
     lam = torch.zeros(B, 3, dtype=psi.dtype, device=psi.device)
     steps = 0.5 ** torch.arange(0, 30, dtype=psi.dtype, device=psi.device)  # [S]
@@ -253,10 +278,15 @@ def _newton(psi, b, active, lam_max, max_iter, tol, torch):
     def negdual(lm):  # lm [..., 3] with leading batch B
         logit = (psi[..., None, :, :] * lm[..., :, None, :]).sum(-1) if lm.ndim == 3 else \
             (psi * lm[:, None, :]).sum(-1)
+        if logp is not None:
+            logit = logit + (logp[:, None, :] if lm.ndim == 3 else logp)
         return torch.logsumexp(logit, -1) - (lm * (b[:, None, :] if lm.ndim == 3 else b)).sum(-1)
 
     for _ in range(max_iter):
-        q = torch.softmax((psi * lam[:, None, :]).sum(-1), -1)            # [B, G]
+        logit = (psi * lam[:, None, :]).sum(-1)
+        if logp is not None:
+            logit = logit + logp
+        q = torch.softmax(logit, -1)                                       # [B, G]
         mean = (q[..., None] * psi).sum(1)                                 # [B, 3]
         grad = mean - b                                                    # d(-D)/d lambda
         c = psi - mean[:, None, :]
@@ -296,13 +326,66 @@ def _newton(psi, b, active, lam_max, max_iter, tol, torch):
 
 
 # ---------------------------------------------------------------------------------------------
+# the score of the KL-regularised variant
+
+
+def _check_score_args(score, archive, keys, owner):
+    pf = isinstance(score, str) and score == "pf_progress"
+    if isinstance(score, str) and not pf:
+        fail("score", owner, "None, a [B, G] tensor of scores or 'pf_progress'", score)
+    if pf:
+        from optzoo.copro.archive import ParetoArchive
+
+        if archive is None:
+            fail("archive", owner, "a ParetoArchive when score='pf_progress' (the flag needs "
+                 "the running feasible archive)", archive)
+        if not isinstance(archive, ParetoArchive):
+            fail("archive", owner, "a ParetoArchive", archive, exc=TypeError)
+    else:
+        if archive is not None:
+            fail("archive", owner, "None unless score='pf_progress' (the archive is only read "
+                 "for the PF-progress flag)", archive)
+        if keys is not None:
+            fail("keys", owner, "None unless score='pf_progress' (keys select the archive's "
+                 "contexts)", keys)
+
+
+def _score(score, F, phi, senses, archive, keys, owner, torch):
+    """The score s [B, G] (float64 on F's device); F is already in the max orientation."""
+    B, G, m = F.shape
+    if isinstance(score, str):  # "pf_progress" (checked before)
+        mine = tuple(senses) if senses is not None else ("max",) * m
+        theirs = archive.senses if archive.senses is not None else ("max",) * m
+        if len(theirs) != m or tuple(theirs) != mine:
+            fail("archive", owner, f"a ParetoArchive whose senses equal copro_e_step's "
+                 f"senses {mine}", archive)
+        keys = archive._keys(keys, B, owner)
+        return archive._flags(F, phi > 0, keys)
+    if not isinstance(score, torch.Tensor):
+        try:
+            import numpy as np
+
+            score = torch.as_tensor(np.asarray(score, dtype=float))
+        except (TypeError, ValueError):
+            fail("score", owner, "None, a [B, G] tensor of numbers or 'pf_progress'", score,
+                 exc=TypeError)
+    if tuple(score.shape) != (B, G):
+        fail("score", owner, f"a tensor of shape [B, G] = [{B}, {G}] (as objectives)",
+             f"shape {tuple(score.shape)}")
+    score = score.detach().to(device=F.device, dtype=torch.float64)
+    if not bool(torch.isfinite(score).all()):
+        fail("score", owner, "finite (one real score per sample)", "NaN or inf")
+    return score
+
+
+# ---------------------------------------------------------------------------------------------
 # the public function
 
 
 def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps_progress=0.1,
                  eta_tie=0.1, tie_tol=0.02, violation_tol=None, constraint_scale=None,
                  tau_max=0.95, lambda_max=50.0, on_nan="raise", max_iter=100, tol=1e-10,
-                 warn=True) -> CoProEStep:
+                 warn=True, score=None, beta=1.0, archive=None, keys=None) -> CoProEStep:
     """Batched closed-form CoPro E-step over ``B`` groups of ``G`` samples.
 
     Parameters
@@ -329,6 +412,22 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
         constraints becomes infeasible with the group's worst values).
     max_iter, tol : Newton iterations and the tolerance on the projected dual gradient.
     warn : emit warnings for all-infeasible groups, all-tied groups and lambda at its bound.
+    score : None (default: the plain projection above, unchanged), a [B, G] tensor of finite
+        scores :math:`s_i`, or ``"pf_progress"`` (:math:`s_i` = the PF-progress flag of
+        ``archive``, :meth:`~optzoo.copro.archive.ParetoArchive.flags`). With a score the
+        E-step solves the KL-regularised variant (INFERRED, spec section 1.4)
+        :math:`\\max_q E_q s-\\beta\\,\\mathrm{KL}(q\\|p)` s.t. the same moment constraints,
+        :math:`q^*\\propto p\\,e^{(s+\\lambda^\\top\\tilde\\psi)/\\beta}` (see the module
+        docstring). A constant score gives the plain projection's q*.
+    beta : :math:`\\beta>0`, the KL weight of the score variant (small: q* follows the score;
+        large: q* stays near the plain projection). ``lambda_max`` bounds the returned
+        :math:`\\lambda` (so :math:`\\mu=\\lambda/\\beta\\le\\lambda_{\\max}/\\beta`). In float64
+        q* keeps full support while :math:`(\\max s-\\min s)/\\beta` stays below about 600; a
+        warning says when some weight underflowed to 0.
+    archive : a :class:`~optzoo.copro.archive.ParetoArchive` (only with
+        ``score="pf_progress"``; its senses must equal ``senses``). Read, **not updated**:
+        call ``archive.update(objectives, constraints, keys)`` yourself after the E-step.
+    keys : one context key per group for the archive (None: the archive's single key).
 
     Returns
     -------
@@ -341,7 +440,7 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     >>> g = torch.tensor([[[-1.0], [-1.0], [1.0], [-1.0]]])
     >>> est = copro_e_step(F, g, senses=("max", "max"))
     >>> est.status, bool((est.q > 0).all()), round(float(est.q.sum()), 6)
-    (['optimal'], True, 1.0)
+    (['clipped'], True, 1.0)
     """
     import torch
 
@@ -357,9 +456,12 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     tol = check_real("tol", tol, owner=owner, low=0.0, closed="neither")
     check_bool("warn", warn, owner=owner)
+    beta = check_real("beta", beta, owner=owner, low=0.0, closed="neither")
+    _check_score_args(score, archive, keys, owner)
     F, g = _check_inputs(objectives, constraints, senses, on_nan, constraint_scale, owner)
     B, G, _ = F.shape
     phi, u, a, v = _statistics(F, g, tie_tol, vtol, torch)
+    s = None if score is None else _score(score, F, phi, senses, archive, keys, owner, torch)
 
     # Targets, clipped strictly inside the attainable hull (section 1.5 of the spec).
     pF = phi.mean(-1)
@@ -372,11 +474,23 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     Ea, amin = a.mean(-1), a.amin(-1)
     eta = torch.maximum(torch.full_like(Ea, eta_tie), amin + _HULL_MARGIN * (Ea - amin))
     clip_a = (eta_tie < amin + _HULL_MARGIN * (Ea - amin)) & (eta_tie < Ea)
-    active = torch.stack([has_anchor & (tau > pF), (bu > Eu) & (room_u > 0), eta < Ea], -1)
     psi = torch.stack([phi, u, -a], -1)
     b = torch.stack([tau, bu, -eta], -1)
-    lam, iters = _newton(psi, b, active, lambda_max, max_iter, tol, torch)
-    logits = (psi * lam[:, None, :]).sum(-1)
+    if s is None:
+        active = torch.stack([has_anchor & (tau > pF), (bu > Eu) & (room_u > 0), eta < Ea], -1)
+        lam, iters = _newton(psi, b, active, lambda_max, max_iter, tol, torch)
+        logits = (psi * lam[:, None, :]).sum(-1)
+    else:
+        # The KL-regularised variant is the plain projection with the tilted base
+        # p' = softmax(s / beta) and mu = lambda / beta. Under p' a constraint can bind even
+        # where its target equals its mean under the uniform p, so every constraint that is
+        # not constant over the group is kept (a constant u or a holds for every q; a constant
+        # phi means no anchor or no infeasible sample, dropped as in the plain projection).
+        active = torch.stack([has_anchor, room_u > 0, Ea > amin], -1)
+        logp = torch.log_softmax(s / beta, -1)
+        mu, iters = _newton(psi, b, active, lambda_max / beta, max_iter, tol, torch, logp=logp)
+        lam = mu * beta
+        logits = (psi * mu[:, None, :]).sum(-1) + logp
     q = torch.softmax(logits, -1)
     resid = (q[..., None] * psi).sum(1) - b
 
@@ -395,12 +509,18 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
                           "sample (no anchor; q* ranks them by violation only)", UserWarning,
                           stacklevel=2)
         if bool(tied.any()):
+            what = "uniform: no signal" if s is None else \
+                "the score-tilted base p': no comparison signal"
             warnings.warn(f"copro_e_step: {int(tied.sum())} of {B} groups are all tied (q* is "
-                          "uniform: no signal)", UserWarning, stacklevel=2)
+                          f"{what})", UserWarning, stacklevel=2)
         if bool(at_bound.any()):
             warnings.warn(f"copro_e_step: lambda hit lambda_max={lambda_max:g} in "
                           f"{int(at_bound.sum())} of {B} groups (targets not jointly attainable; "
                           "the penalised form is returned)", UserWarning, stacklevel=2)
+        if s is not None and bool((q <= 0).any()):
+            warnings.warn(f"copro_e_step: some weights of q* underflowed to 0 (beta={beta:g} "
+                          "is too small for the score's range in float64; raise beta or "
+                          "rescale the score)", UserWarning, stacklevel=2)
     nan = torch.full_like(tau, float("nan"))
     targets = torch.stack([torch.where(active[:, 0], tau, nan), torch.where(active[:, 1], bu, nan),
                            torch.where(active[:, 2], eta, nan)], -1)
@@ -408,6 +528,9 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     ent = -(q * torch.log(q)).sum(-1)
     diag = {"entropy": ent, "q_feasible": (q * phi).sum(-1), "iterations": iters,
             "lambda_at_bound": at_bound, "active": active, "p_feasible": pF}
+    if s is not None:
+        diag["score"] = s
+        diag["base"] = torch.exp(logp)
     return CoProEStep(q=q, lambdas=lam, status=status, status_codes=code, feasible=phi,
                       win_rate=u, ambiguity=a, violation=v, targets=targets, residual=resid,
                       diagnostics=diag)
