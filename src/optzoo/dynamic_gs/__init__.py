@@ -13,7 +13,9 @@ listed in ``docs/papers/dynamic_gs.md``.
   (feeds ``torch.optim.SparseAdam``).
 * A pure-PyTorch differentiable EWA splatting renderer (:func:`rasterize`, dense and
   tile-culled) and an STG-like space-time parametrisation (:func:`init_stg`,
-  :func:`stg_attributes`, :func:`render_stg`, :func:`spacetime_visibility`).
+  :func:`stg_attributes`, :func:`render_stg`, :func:`spacetime_visibility`) and an
+  Ex4DGS-like keyframe one (:func:`init_keyframes`, :func:`keyframe_attributes`,
+  :func:`render_keyframes`, :func:`keyframe_visibility`: ``[N, K]`` masks per keyframe slot).
 
 >>> import torch
 >>> from optzoo.dynamic_gs import UpdateMixtureAdam
@@ -35,6 +37,16 @@ from optzoo.dynamic_gs.dynamic import (
     spacetime_visibility,
     stg_attributes,
 )
+from optzoo.dynamic_gs.keyframes import (
+    KEYFRAME_ATTRIBUTES,
+    KEYFRAME_TEMPORAL,
+    init_keyframes,
+    keyframe_attributes,
+    keyframe_masks,
+    keyframe_visibility,
+    keyframe_weights,
+    render_keyframes,
+)
 from optzoo.dynamic_gs.metrics import psnr, ssim
 from optzoo.dynamic_gs.optim import (
     RegSpec,
@@ -50,6 +62,8 @@ from optzoo.dynamic_gs.raster import Camera, look_at, project, quat_to_rotmat, r
 
 __all__ = [
     "Camera",
+    "KEYFRAME_ATTRIBUTES",
+    "KEYFRAME_TEMPORAL",
     "MaskedAdam",
     "RegSpec",
     "RestateConfig",
@@ -58,13 +72,19 @@ __all__ = [
     "StochasticAttributeAveraging",
     "UpdateMixtureAdam",
     "check_visibility",
+    "init_keyframes",
     "init_stg",
+    "keyframe_attributes",
+    "keyframe_masks",
+    "keyframe_visibility",
+    "keyframe_weights",
     "look_at",
     "make_optimizers",
     "project",
     "psnr",
     "quat_to_rotmat",
     "rasterize",
+    "render_keyframes",
     "render_stg",
     "spacetime_visibility",
     "sparse_row_grad",
