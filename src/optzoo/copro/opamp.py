@@ -175,13 +175,18 @@ def ngspice_available() -> bool:
 def _netlist(d, spec):
     wl1, wl3, wl5, wl6, wl7, i5, cc = d
     L = L_UM * 1e-6
-    return f"""* two-stage Miller op-amp (optzoo.copro)
+    return f"""* two-stage Miller op-amp (optzoo.copro); the reference branch has its own supply (vbias) so
+* i(vdd) is I5 + I6 as in the analytic power; DC unity feedback through a 1 GH inductor (open
+* at AC) sets the operating point, the inverting input's AC drive comes through a 1 GF cap
 .model nch nmos level=1 kp={KN} vto=0.5 lambda={LAMN}
 .model pch pmos level=1 kp={KP} vto=-0.5 lambda={LAMP}
 vdd vdd 0 {VDD}
+vbias vb 0 {VDD}
 vcm inp 0 dc 0.9 ac 0.5
-vcmn inn 0 dc 0.9 ac -0.5
-ib vdd nb {i5}
+vacn acn 0 dc 0 ac -0.5
+lfb out inn 1e9
+cac acn inn 1e9
+ib vb nb {i5}
 m8 nb nb 0 0 nch w={wl5 * L} l={L}
 m5 tail nb 0 0 nch w={wl5 * L} l={L}
 m1 n1 inn tail 0 nch w={wl1 * L} l={L}
