@@ -121,7 +121,7 @@ def make_scene(cfg, seed: int, amplitude: float) -> dict:
                 small = torch.nn.functional.avg_pool2d(big.permute(2, 0, 1)[None], 2)[0].permute(1, 2, 0)
                 imgs[c, f] = small + torch.as_tensor(rng.normal(0, 0.01, small.shape), dtype=torch.float32)
     return {"world": world, "cams": cams, "taus": taus, "images": imgs.clamp(0, 1),
-            "init": init_model(world, cfg, seed)}
+            "init": init_model(world, cfg, seed), "backend": cfg.backend}
 
 
 def init_model(world, cfg, seed: int) -> dict[str, torch.Tensor]:
@@ -165,7 +165,7 @@ def grad_scales(scene, splats, seq) -> dict[str, float]:
     for c, f in seq[:8]:
         for p in splats.values():
             p.grad = None
-        img, info = render_stg(splats, scene["cams"][c], scene["taus"][f])
+        img, info = render_stg(splats, scene["cams"][c], scene["taus"][f], backend=scene["backend"])
         _loss(img, scene["images"][c, f]).backward()
         vis = info["visibility"]
         for k, p in splats.items():
@@ -248,29 +248,47 @@ def _loss(img, ref):
     return (1 - SSIM_WEIGHT) * (img - ref).abs().mean() + SSIM_WEIGHT * (1 - ssim_tensor(img, ref))
 
 
-def sequence(cfg, seed: int) -> list[tuple[int, int]]:
+def train_frames(cfg, protocol: str) -> list[int]:
+    """Frames the model trains on: all of them, or the even ones (``"even_odd"``, spec full)."""
+    return list(range(cfg.frames)) if protocol == "all_frames" else list(range(0, cfg.frames, 2))
+
+
+def test_frames(cfg, protocol: str) -> list[int]:
+    """Frames the test cameras are scored on: all, or the held-out odd ones (``"even_odd"``)."""
+    return list(range(cfg.frames)) if protocol == "all_frames" else list(range(1, cfg.frames, 2))
+
+
+def sequence(cfg, seed: int, protocol: str = "all_frames") -> list[tuple[int, int]]:
     """The seeded (train camera, frame) sequence, identical for every arm."""
     rng = np_rng(seed, "sequence")
     train = [c for c in range(N_CAMS) if c not in TEST_CAMS and c != VAL_CAM]
-    return [(int(train[rng.integers(len(train))]), int(rng.integers(cfg.frames))) for _ in range(cfg.steps)]
+    frames = train_frames(cfg, protocol)
+    return [(int(train[rng.integers(len(train))]), int(frames[rng.integers(len(frames))]))
+            for _ in range(cfg.steps)]
 
 
-def evaluate(scene, splats, cams_idx, *, with_ssim=False):
-    """Per-(camera, frame) PSNR array [len(cams), frames] (and mean SSIM)."""
-    out = np.zeros((len(cams_idx), len(scene["taus"])))
+def evaluate(scene, splats, cams_idx, *, with_ssim=False, frames=None):
+    """Per-(camera, frame) PSNR array [len(cams), len(frames)] (and mean SSIM); every frame
+    unless ``frames`` lists some."""
+    frames = range(len(scene["taus"])) if frames is None else frames
+    out = np.zeros((len(cams_idx), len(frames)))
     ss = []
     with torch.no_grad():
         for i, c in enumerate(cams_idx):
-            for f, tau in enumerate(scene["taus"]):
-                img, _ = render_stg(splats, scene["cams"][c], tau)
+            for j, f in enumerate(frames):
+                img, _ = render_stg(splats, scene["cams"][c], scene["taus"][f], backend=scene["backend"])
                 img = img.clamp(0, 1)
-                out[i, f] = psnr(img, scene["images"][c, f])
+                out[i, j] = psnr(img, scene["images"][c, f])
                 if with_ssim:
                     ss.append(ssim(img, scene["images"][c, f]))
     return out, (float(np.mean(ss)) if ss else None)
 
 
-def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, full_eval=True) -> dict:
+def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, full_eval=True,
+              protocol="all_frames") -> dict:
+    """Train one arm; with ``protocol="even_odd"`` the sequence holds even frames only and the
+    test metrics are on the held-out odd frames (train PSNR on the trained frames)."""
+    seen, held = train_frames(cfg, protocol), test_frames(cfg, protocol)
     splats = {k: torch.nn.Parameter(v.clone()) for k, v in scene["init"].items()}
     arm = Arm(name, splats, _gen_lrs(mult), cfg.steps, sgd_scale=sgd_scale, seed=seed)
     vis_frac, curve = [], []
@@ -280,7 +298,11 @@ def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, fu
     for t, (c, f) in enumerate(seq, start=1):
         for p in splats.values():
             p.grad = None
-        img, info = render_stg(splats, scene["cams"][c], scene["taus"][f])
+        try:
+            img, info = render_stg(splats, scene["cams"][c], scene["taus"][f], backend=scene["backend"])
+        except ValueError:  # the renderer rejects what a diverging step left (e.g. scales exp(s) = 0)
+            diverged = True
+            break
         loss = _loss(img, scene["images"][c, f])
         if not bool(torch.isfinite(loss)):
             diverged = True
@@ -289,8 +311,11 @@ def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, fu
         vis = info["visibility"]
         vis_frac.append(float(vis.float().mean()))
         arm.step(t, vis)
+        if not all(bool(torch.isfinite(p).all()) for p in splats.values()):
+            diverged = True  # a step left NaN/inf in the parameters: recorded, never rendered
+            break
         if full_eval and t in checkpoints and t != cfg.steps:
-            te, _ = evaluate(scene, arm.eval_splats(), TEST_CAMS)
+            te, _ = evaluate(scene, arm.eval_splats(), TEST_CAMS, frames=held)
             curve.append((t, float(te.mean())))
         if progress is not None:
             progress.advance()
@@ -298,19 +323,22 @@ def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, fu
     ev = arm.eval_splats()
     if diverged or not all(bool(torch.isfinite(p).all()) for p in ev.values()):
         return {"diverged": True, "val_psnr": -1e3}
-    val, _ = evaluate(scene, ev, (VAL_CAM,))
+    try:
+        val, _ = evaluate(scene, ev, (VAL_CAM,), frames=held)
+    except ValueError:  # e.g. an averaged (SWA) model the renderer rejects
+        return {"diverged": True, "val_psnr": -1e3}
     out = {"diverged": False, "val_psnr": float(val.mean()), "lr_mult": mult}
     if not full_eval:
         return out
-    test, test_ssim = evaluate(scene, ev, TEST_CAMS, with_ssim=True)
+    test, test_ssim = evaluate(scene, ev, TEST_CAMS, with_ssim=True, frames=held)
     train_cams = sorted({c for c, _ in seq})
-    train, _ = evaluate(scene, ev, train_cams)
+    train, _ = evaluate(scene, ev, train_cams, frames=seen)
     per_frame = test.mean(0)
     curve.append((cfg.steps, float(test.mean())))
     # recency: frames sampled in the last 10 % of steps vs the others (our definition)
     last = {f for _, f in seq[int(0.9 * len(seq)):]}
-    rec_in = [per_frame[f] for f in range(len(per_frame)) if f in last]
-    rec_out = [per_frame[f] for f in range(len(per_frame)) if f not in last]
+    rec_in = [per_frame[j] for j, f in enumerate(held) if f in last]
+    rec_out = [per_frame[j] for j, f in enumerate(held) if f not in last]
     recency = float(np.mean(rec_in) - np.mean(rec_out)) if rec_in and rec_out else 0.0
     out.update({"test_psnr": float(test.mean()), "train_psnr": float(train.mean()),
                 "gap": float(train.mean() - test.mean()), "test_ssim": test_ssim,
@@ -320,6 +348,7 @@ def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, fu
                 "curve": curve, "cpu_s": train_time})
     if cfg.save_renders:
         with torch.no_grad():
-            img, _ = render_stg(ev, scene["cams"][TEST_CAMS[0]], scene["taus"][len(scene["taus"]) // 2])
+            img, _ = render_stg(ev, scene["cams"][TEST_CAMS[0]], scene["taus"][len(scene["taus"]) // 2],
+                                backend=scene["backend"])
         out["render"] = (img.clamp(0, 1).numpy() * 255).round().astype(np.uint8).tolist()
     return out
