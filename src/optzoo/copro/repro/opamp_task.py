@@ -134,13 +134,14 @@ def _evaluate_policy(policy, specs, ctx, k, gen):
     return float(np.mean(hv)), float((g <= 0).all(-1).mean()), F, g
 
 
-def _weights(arm, Fv, g, senses, lag):
-    """Per-sample weights [B, G] of the loss sum_i w_i log pi_i for one arm."""
+def arm_weights(arm, Fv, g, senses, lag, *, weights=_W, penalty=_PENALTY):
+    """Per-sample weights [B, G] of the loss sum_i w_i log pi_i for one arm (q* for CoPro,
+    A / G for the baselines; ``weights`` and ``penalty`` are the scalarised baselines')."""
     G = Fv.shape[1]
     if arm == "copro":
         return copro_e_step(Fv, g, senses=senses, warn=False).q.float()
     if arm == "grpo":
-        A = grpo_weighted_sum(Fv, g, senses=senses, weights=_W, penalty=_PENALTY)
+        A = grpo_weighted_sum(Fv, g, senses=senses, weights=weights, penalty=penalty)
     elif arm == "grpo_lagrangian":
         A = lag(Fv, g, senses=senses)
     elif arm == "gdpo":
@@ -186,7 +187,7 @@ def train_arm(arm, regime, cfg, seed, *, lr, stream="eval", eval_specs=None, rec
         g = g.reshape(cfg.n_specs, cfg.G, -1)
         Fv = _view(F, drift and t >= switch, ties)
         senses = ("max", "max", "min")
-        w = _weights(arm, torch.as_tensor(Fv), torch.as_tensor(g), senses, lag)
+        w = arm_weights(arm, torch.as_tensor(Fv), torch.as_tensor(g), senses, lag)
         if arm == "copro" and record is not None:
             phi = torch.as_tensor((g <= 0).all(-1), dtype=torch.float32)
             qf.append(float((w * phi).sum(-1).mean()))

@@ -72,7 +72,7 @@ from typing import NamedTuple
 import numpy as np
 
 from optzoo._core.rng import derive_seed, np_rng, torch_generator
-from optzoo.copro.repro.opamp_task import ARMS, BASELINES
+from optzoo.copro.repro.opamp_task import ARMS, BASELINES, arm_weights
 
 __all__ = [
     "ACTIONS",
@@ -406,25 +406,11 @@ _PENALTY = 1.0
 
 
 def _weights(arm, F, g, lag):
-    """Per-sample weights [B, G] of the loss sum_i w_i log pi_i for one arm (Task A's rule:
-    q* for CoPro, A / G for the baselines of ``optzoo.copro.baselines``)."""
-    from optzoo.copro import copro_e_step
-    from optzoo.copro.baselines import gdpo_advantages, grpo_weighted_sum, pareto_rank_advantages
-
-    G = F.shape[1]
-    if arm == "copro":
-        return copro_e_step(F, g, senses=SENSES, warn=False).q.float()
-    if arm == "grpo":
-        A = grpo_weighted_sum(F, g, senses=SENSES, weights=_W, penalty=_PENALTY)
-    elif arm == "grpo_lagrangian":
-        A = lag(F, g, senses=SENSES)
-    elif arm == "gdpo":
-        A = gdpo_advantages(F, g, senses=SENSES)
-    elif arm == "pareto_rank":
-        A = pareto_rank_advantages(F, g, senses=SENSES)
-    else:
+    """Task A's rule (:func:`~optzoo.copro.repro.opamp_task.arm_weights`) with Task B's senses
+    and scalarisation weights."""
+    if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; expected one of {ARMS}")
-    return (A / G).float()
+    return arm_weights(arm, F, g, SENSES, lag, weights=_W, penalty=_PENALTY)
 
 
 def _evaluate_policy(model, queries: Queries, k: int, gen):
