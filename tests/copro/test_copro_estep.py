@@ -24,8 +24,9 @@ def _quiet(*a, **k):
         return copro_e_step(*a, **k)
 
 
-def _slsqp(est, b):
-    """Primal KL projection of group b by SLSQP over the simplex with the same targets."""
+def _moment_constraints(est, b):
+    """SLSQP constraints of group b (simplex plus the active moment targets), its size G and
+    the uniform base p."""
     phi, u, a = (t[b].numpy() for t in (est.feasible, est.win_rate, est.ambiguity))
     act, tg = est.diagnostics["active"][b].numpy(), est.targets[b].numpy()
     G = phi.size
@@ -37,6 +38,12 @@ def _slsqp(est, b):
         cons.append({"type": "ineq", "fun": lambda q: q @ u - tg[1], "jac": lambda q: u})
     if act[2]:
         cons.append({"type": "ineq", "fun": lambda q: tg[2] - q @ a, "jac": lambda q: -a})
+    return cons, G, p
+
+
+def _slsqp(est, b):
+    """Primal KL projection of group b by SLSQP over the simplex with the same targets."""
+    cons, G, p = _moment_constraints(est, b)
     r = minimize(lambda q: float(np.sum(q * np.log(q / p))), p, jac=lambda q: np.log(q / p) + 1.0,
                  constraints=cons, bounds=[(1e-12, 1.0)] * G, method="SLSQP",
                  options={"ftol": 1e-15, "maxiter": 1000})
@@ -233,17 +240,7 @@ def test_near_tie_cap_keeps_duplicates_apart():
 
 def _slsqp_kl(est, b, s, beta):
     """Solve the stated problem of group b directly: max E_q s - beta KL(q || p), same moments."""
-    phi, u, a = (t[b].numpy() for t in (est.feasible, est.win_rate, est.ambiguity))
-    act, tg = est.diagnostics["active"][b].numpy(), est.targets[b].numpy()
-    G = phi.size
-    p = np.full(G, 1.0 / G)
-    cons = [{"type": "eq", "fun": lambda q: q.sum() - 1.0, "jac": lambda q: np.ones(G)}]
-    if act[0]:
-        cons.append({"type": "ineq", "fun": lambda q: q @ phi - tg[0], "jac": lambda q: phi})
-    if act[1]:
-        cons.append({"type": "ineq", "fun": lambda q: q @ u - tg[1], "jac": lambda q: u})
-    if act[2]:
-        cons.append({"type": "ineq", "fun": lambda q: tg[2] - q @ a, "jac": lambda q: -a})
+    cons, G, p = _moment_constraints(est, b)
 
     def f(q):
         return float(-(q @ s) + beta * np.sum(q * np.log(q / p)))
