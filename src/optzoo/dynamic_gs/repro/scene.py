@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -284,6 +285,12 @@ def evaluate(scene, splats, cams_idx, *, with_ssim=False, frames=None):
     return out, (float(np.mean(ss)) if ss else None)
 
 
+def _diverged(name, mult, step) -> dict:
+    warnings.warn(f"dynamic_gs arm {name!r} (lr multiplier {mult:g}) diverged by step {step}; "
+                  "recorded as diverged", RuntimeWarning, stacklevel=3)
+    return {"diverged": True, "val_psnr": -1e3}
+
+
 def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, full_eval=True,
               protocol="all_frames") -> dict:
     """Train one arm; with ``protocol="even_odd"`` the sequence holds even frames only and the
@@ -322,11 +329,11 @@ def train_arm(cfg, scene, seq, name, mult, seed, *, sgd_scale, progress=None, fu
     train_time = time.process_time() - t0
     ev = arm.eval_splats()
     if diverged or not all(bool(torch.isfinite(p).all()) for p in ev.values()):
-        return {"diverged": True, "val_psnr": -1e3}
+        return _diverged(name, mult, t)
     try:
         val, _ = evaluate(scene, ev, (VAL_CAM,), frames=held)
     except ValueError:  # e.g. an averaged (SWA) model the renderer rejects
-        return {"diverged": True, "val_psnr": -1e3}
+        return _diverged(name, mult, t)
     out = {"diverged": False, "val_psnr": float(val.mean()), "lr_mult": mult}
     if not full_eval:
         return out
