@@ -103,6 +103,29 @@ def test_gradient_matches_autograd(k):
     assert np.allclose(Yt.grad.numpy(), G, atol=1e-8, rtol=1e-7)
 
 
+def test_value_grad_sparse_and_dense_factor_paths_agree(monkeypatch):
+    """value_grad multiplies the free block as a sparse factor below a density and as a dense
+    one above it: both give the same objective and gradient."""
+    import optzoo.coarsening.updates as upd
+
+    rng = np.random.default_rng(5)
+    p, s, k = 60, 45, 12
+    A = _rand_graph(p, 0.15, 5)
+    A_prev = _rand_graph(s, 0.15, 6)
+    CS = project_rows_simplex(rng.random((s, k)) ** 4)
+    Xc, Xn = rng.normal(size=(k, 3)), rng.normal(size=(p - s, 3))
+    refine = np.array([1, 4, 9, 30])
+    b = _Blocks(A, A_prev, CS, Xc, Xn, refine, 0.7, 1.3, 0.4, 0.9)
+    Y = project_rows_simplex(3.0 * rng.random((refine.size + p - s, k)))
+    assert 0 < np.count_nonzero(Y) < Y.size
+    out = {}
+    for below in (0.0, 2.0):  # always dense, always sparse
+        monkeypatch.setattr(upd, "_SPARSE_BELOW", below)
+        out[below] = b.value_grad(Y)
+    assert np.isclose(out[0.0][0], out[2.0][0], rtol=1e-12)
+    assert np.allclose(out[0.0][1], out[2.0][1], rtol=1e-10, atol=1e-12)
+
+
 def test_lowrank_gram_equals_dense():
     rng = np.random.default_rng(3)
     U0, V0, U1, V1 = (rng.normal(size=(4, 30)) for _ in range(4))
