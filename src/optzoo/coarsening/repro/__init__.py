@@ -9,13 +9,15 @@ Two kinds of streams:
   graph and the epsilon-similarity of every method are judged here.
 * **scaling streams** (>= 2,000 nodes): ego-facebook (SNAP, shared data folder) grown in BFS
   order with DIGC, and ego-facebook with growth + deletions + rewiring under ACNR (quick: one
-  step at 2,000 nodes; full: two at 3,000); at full also a 10^5-node sparse SBM with DIGC.
-  Update cost and peak memory against FGC from scratch are judged only here, never on the
-  small streams, where dense FGC is cheap.
+  step at 2,000 nodes; full: two at 3,000); at full also a 10^5-node sparse SBM (k = 200),
+  one step under DIGC and one with deletions and rewiring under ACNR. Update cost and peak
+  memory against FGC from scratch are judged only here, never on the small streams, where
+  dense FGC is cheap.
 
 Every method on a stream sees the same events, the same k and the same GCN seeds. Cost is
 process CPU time (single-threaded; it does not flip with machine load as wall time does),
-measured without tracemalloc; the peak memory comes from a second run under tracemalloc.
+measured without tracemalloc; the peak memory comes from a second run under tracemalloc,
+capped at two solver iterations (FGC: one), since every iteration allocates the same arrays.
 """
 
 from __future__ import annotations
