@@ -44,6 +44,26 @@ def test_scales():
     assert max(s[2] for s in repro.SCALES["full"].scale) >= 100_000
 
 
+def test_sbm_scaling_streams_share_one_fit_and_take_their_k():
+    """Full's 10^5-node streams in miniature: an "sbm" source with an explicit k, DIGC and
+    ACNR from one shared fit; the records carry k, the arrivals and ACNR's refine counts."""
+    import dataclasses
+
+    cfg = dataclasses.replace(repro.SCALES["smoke"], scale_fgc=(2, 2), scale=(
+        ("sbm-growth", "sbm", 600, 40, 1, "digc", 12), ("sbm-rewire", "sbm", 600, 40, 1, "acnr", 12)))
+    cache: dict = {}
+    recs = {s[0]: repro._scale_stream(cfg, s, 0, NullProgress(), cache) for s in cfg.scale}
+    assert len(cache) == 1  # one fit for both streams
+    (_, _, _, fitted), = cache.values()
+    assert fitted.state.k == 12 and fitted.state.node_ids.size == 600  # the shared fit is not updated
+    g, r = recs["sbm-growth"], recs["sbm-rewire"]
+    assert g["k"] == r["k"] == 12 and g["add"] == 40 and g["refined"] == []
+    assert g["p"] == [640] and r["p"][0] < 640  # the rewiring stream also deletes nodes
+    assert len(r["refined"]) == 1 and 0 < r["refined"][0] < 600
+    note = repro._refined_note([{"scale": recs}], list(recs))
+    assert note.startswith("; sbm-rewire: ACNR refined ") and "sbm-growth" not in note
+
+
 def _synthetic(better: bool, n_seeds: int = 6) -> list[dict]:
     """Per-seed records in the shape run() returns, incremental clearly better / worse."""
     rng = np.random.default_rng(3)
