@@ -193,3 +193,18 @@ def test_interrupt_keeps_finished_units(tmp_path):
     assert not (out / "selftest" / "seed-1.json").exists()
     assert not list((out / "selftest").glob(".*.tmp"))
     assert "not run: interrupted" in (out / "report.md").read_text()
+
+
+def test_max_threads_caps_a_units_threads(monkeypatch):
+    """A reproduction judged on CPU time declares MAX_THREADS = 1: its units get one thread
+    even when --jobs 1 leaves the other cores free."""
+    import optzoo.repro._selftest as selftest
+    from optzoo.coarsening import repro as coarsening_repro
+    from optzoo.repro.runner import _unit_threads
+
+    unit = Unit("selftest", MOD, 0)
+    assert _unit_threads(unit, 2) == 2  # no declaration: the runner's share of the cores
+    monkeypatch.setattr(selftest, "MAX_THREADS", 1, raising=False)
+    assert _unit_threads(unit, 2) == 1 and _unit_threads(unit, 1) == 1
+    assert coarsening_repro.MAX_THREADS == 1
+    assert _unit_threads(Unit("coarsening", "optzoo.coarsening.repro", 0), 2) == 1

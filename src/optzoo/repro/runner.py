@@ -326,6 +326,15 @@ def run_units(
     return outcomes
 
 
+def _unit_threads(unit: Unit, threads: int) -> int:
+    """The threads a unit gets: ``threads``, capped by its module's ``MAX_THREADS`` when it has
+    one. A reproduction that judges process CPU time declares ``MAX_THREADS = 1``: BLAS
+    threads count their waiting as CPU time, so a unit given the spare cores (``--jobs 1``)
+    would be measured differently from one run beside another (``--jobs 2``)."""
+    cap = getattr(importlib.import_module(unit.module), "MAX_THREADS", None)
+    return threads if cap is None else max(1, min(threads, int(cap)))
+
+
 def _unit_entry(unit: Unit, scale: str, threads: int, q) -> None:
     """Body of a unit's process: run it and send the record back on the shared queue."""
     q.put(("result", f"{unit.slug}:{unit.seed}", run_unit(unit, scale, threads, q)))
@@ -354,7 +363,8 @@ def _run_local(todo, scale, out, jobs, threads, bars, done) -> None:
         while waiting or running:
             while waiting and len(running) < jobs:
                 unit = waiting.pop(0)
-                proc = ctx.Process(target=_unit_entry, args=(unit, scale, threads, q),
+                proc = ctx.Process(target=_unit_entry,
+                                   args=(unit, scale, _unit_threads(unit, threads), q),
                                    name=f"optzoo-{unit.slug}-{unit.seed}")
                 proc.start()
                 running[f"{unit.slug}:{unit.seed}"] = (unit, proc)
@@ -415,7 +425,8 @@ def _run_ray(todo, scale, out, jobs, threads, address, bars, done) -> None:
         else:
             ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=1, max_retries=0)(run_unit)
-    refs = {remote.remote(u, scale, 1 if address else threads, None): u for u in todo}
+    refs = {remote.remote(u, scale, 1 if address else _unit_threads(u, threads), None): u
+            for u in todo}
     try:
         while refs:
             ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
