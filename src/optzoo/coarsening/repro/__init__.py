@@ -414,6 +414,7 @@ def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
         ax.set_xticklabels([f"{s}\n{per_seed[0]['scale'][s]['p'][-1]} nodes" for s in names], fontsize=7)
         ax.set_yscale("log")
         ax.set_ylabel(ylabel)
-    axes[0].legend(fontsize=7)
+    # above the axes: inside, it covered the tallest bars
+    axes[0].legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2, frameon=False)
     paths.append(save_figure(fig, outdir / "scaling.png", dpi=80))
     return paths
