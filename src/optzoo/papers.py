@@ -27,6 +27,8 @@ class Paper:
     headline: str  # the headline claim, in our words
     api: tuple[str, ...] = ()
     implemented: bool = False
+    # the claims (ids in its reproduction's CLAIMS) that test the abstract's headline
+    headline_claims: tuple[str, ...] = ()
 
     @property
     def module(self) -> str:

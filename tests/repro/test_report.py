@@ -79,10 +79,12 @@ def test_results_doc_rewrites_only_the_papers_of_the_run(tmp_path):
     b2 = _renamed(run, "comparison", [judge(CLAIM, [1.0, 1.1, 0.9, 1.2, 1.0])])
     text = write_results_doc([b2], docs, meta, order=["dks", "comparison", "talda"]).read_text()
     for slug, verdict in (("dks", "not reproduced"), ("talda", "not reproduced"),
-                          ("comparison", "reproduced")):
+                          ("comparison", "reproduced, without a control (not counted)")):
         assert f"| {slug} | finite_step | **{verdict}** |" in text
-    for kind in ("claim", "finding", "check"):  # every cross-paper table keeps its head and rule
-        assert f"| paper | {kind} | verdict | estimate [interval] vs threshold | if inconclusive |\n| --- |" in text
+    head = "| paper | {} | verdict | estimate [interval] vs threshold | if inconclusive (else power) |"
+    assert head.format("claim") + " control (the credited mechanism removed) |\n| --- |" in text
+    for kind in ("finding", "check"):  # every cross-paper table keeps its head and rule
+        assert head.format(kind) + "\n| --- |" in text
     assert "| comparison | ours |" not in text and "| dks | ours |" in text  # b2 has no findings now
     assert "- comparison: seed 5 crashed" not in text and "- talda: seed 5 crashed" in text
     order = [text.index(f"\n## {s}: ") for s in ("dks", "comparison", "talda")]
@@ -126,14 +128,17 @@ def test_readme_verdict_column_is_updated(tmp_path):
     readme.write_text("intro\n| NN | slug | paper | fidelity | status | last verdicts |\n"
                       "| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | - |\n"
                       "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |\n")
+    failed, held = Verdict("x", "not reproduced", ""), Verdict("x", "reproduced", "")
     run = PaperRun("dks", "quick", [0, 1, 2], [{}] * 3,
-                   [Verdict("a", "reproduced", ""), Verdict("b", "not reproduced", ""),
-                    Verdict("c", "reproduced", ""), Verdict("d", "passed", "", kind="check")])
-    assert verdict_counts(run) == "2/3 claims reproduced, 1 not reproduced"
+                   [Verdict("a", "reproduced", "", control=failed), Verdict("b", "not reproduced", ""),
+                    Verdict("c", "reproduced", "", control=held), Verdict("e", "reproduced", ""),
+                    Verdict("d", "passed", "", kind="check")], headline=("a", "b"))
+    counts = ("1/4 claims reproduced, 1 reproduced but cannot fail under its control (not counted), "
+              "1 reproduced without a control (not counted), 1 not reproduced; headline: not reproduced")
+    assert verdict_counts(run) == counts
     assert update_readme_verdicts(readme, [run], "quick")
     text = readme.read_text()
-    assert ("| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | "
-            "2/3 claims reproduced, 1 not reproduced (quick) |") in text
+    assert f"| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | {counts} (quick) |" in text
     assert "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |" in text
     assert not update_readme_verdicts(readme, [run], "quick")  # idempotent
 

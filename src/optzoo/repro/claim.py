@@ -11,6 +11,11 @@ A paper's reproduction package provides::
 ``per_seed`` is the list of the dicts that ``run`` returned, one per seed, in seed order.
 Every value in them must be JSON-serialisable (numpy scalars and arrays are converted).
 
+A reproduction on records (the contract every room moves to) has no ``judge``: ``run``
+returns a list of :class:`~optzoo.repro.evidence.Record`, every claim declares its
+``evidence`` (and, for kind ``claim``, its ``control``), and the harness judges them all the
+same way (:func:`optzoo.repro.judging.judge_claims`); ``figures`` then receives the records.
+
 A :class:`Claim` is data: its kind, what one seed contributes (``metric``), the direction that
 counts as support and the threshold or margin. :mod:`optzoo.repro.judging` reads these fields
 and writes the rule and the summary from them, so a threshold is written exactly once.
@@ -79,6 +84,9 @@ class Claim:
     kind: str = "claim"
     unit: str = "seed"
     source: str = ""
+    evidence: Any = None   # an optzoo.repro.evidence.Evidence (rooms on records)
+    control: Any = None    # an optzoo.repro.evidence.Control (every kind "claim" on records)
+    scales: tuple[str, ...] = ()  # the scales that measure it (empty: every scale)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -105,7 +113,10 @@ class Claim:
         return rule_text(self, level)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("evidence", "control")}
+        out["evidence"] = self.evidence.describe() if self.evidence is not None else None
+        out["control"] = self.control.describe() if self.control is not None else None
+        return out
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,8 @@ class Part:
     adj_high: float | None = None
     sd: float | None = None
     held: int | None = None  # for direction "all": instances on which the statement held
+    nonfinite: int = 0  # seeds whose value was NaN or infinite (a diverged run): part undecided
+    power: float | None = None  # chance this part's verdict repeats at its own estimate and sd
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,6 +170,11 @@ class Verdict:
     direction: str = "greater"
     half_width: float | None = None
     seeds_needed: int | None = None
+    measured: bool = True           # False: this scale does not measure the claim (see summary)
+    power: float | None = None      # lowest power over decided random parts, at their estimates
+    control: Verdict | None = None  # the same claim judged on its control's evidence
+    control_removes: str = ""       # what the control removes, in words
+    tie: bool = False               # an exact tie decides the verdict: no number of seeds would
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -168,6 +186,28 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def status(self) -> str:
+        """How a claim counts: ``reproduced`` only when its control did not also reproduce it;
+        ``cannot fail`` when it did; ``no control`` for a reproduced claim without one;
+        ``not measured`` at a scale that does not measure it; else its verdict."""
+        if not self.measured:
+            return "not measured"
+        if self.kind == "claim" and self.verdict == REPRODUCED:
+            if self.control is None:
+                return "no control"
+            if self.control.verdict == REPRODUCED:
+                return "cannot fail"
+        return self.verdict
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        d = dict(d)
+        d["parts"] = tuple(Part(**p) for p in d.get("parts", ()))
+        if d.get("control") is not None:
+            d["control"] = cls.from_dict(d["control"])
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
 @dataclass
@@ -184,6 +224,7 @@ class PaperRun:
     wall_time: float = 0.0
     judge_error: str | None = None
     provenance: list[str] = field(default_factory=list)  # distinct "commit[+dirty]" of its units
+    headline: tuple[str, ...] = ()  # the claims that test the abstract's headline (papers.py)
 
     def of_kind(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]

@@ -36,7 +36,8 @@ import numpy as np
 from optzoo._core.stats import mean_ci
 from optzoo.repro.claim import Claim, Part, Verdict
 
-__all__ = ["Sample", "combine", "deterministic", "judge", "paired", "rule_text", "seeds_to_decide"]
+__all__ = ["Sample", "check_claims", "combine", "deterministic", "headline_status", "judge", "judge_claims",
+           "paired", "rule_text", "seeds_to_decide"]
 
 _MAX_SEEDS = 100_000
 
@@ -152,8 +153,11 @@ def _judge_part(claim: Claim, name: str, evidence, level: float, k: int) -> tupl
     x = np.asarray(s.values, dtype=float)
     if x.size == 0:
         raise ValueError(f"Claim {claim.id!r} part {name!r} has no values to judge.")
-    if not np.isfinite(x).all():
-        raise ValueError(f"Claim {claim.id!r} part {name!r} must have finite values. Got {x.tolist()!r}.")
+    bad = int((~np.isfinite(x)).sum())
+    if bad:  # a diverged run: the part is marked and explained, the claim's other parts judged
+        est = float("nan")
+        return Part(name, est, est, est, int(x.size), undecided, level=None if s.deterministic else level,
+                    nonfinite=bad), None, None
     est = float(x.mean())
     b = _boundary(claim)
     if s.deterministic or x.size == 1:
@@ -197,11 +201,40 @@ def _judge_part(claim: Claim, name: str, evidence, level: float, k: int) -> tupl
     else:
         v = holds if lo > b else (fails if ahi < b else undecided)
         dist, qq = abs(est - b), (q if est > b else q_adj)
+    power = None if v == undecided else _power(claim, v == holds, est, sd, n, level, k)
     part = Part(name, est, lo, hi, n, v, level=shown_level,
-                adj_low=alo if k > 1 else None, adj_high=ahi if k > 1 else None, sd=sd)
+                adj_low=alo if k > 1 else None, adj_high=ahi if k > 1 else None, sd=sd, power=power)
     if v != undecided:
         return part, None, None
     return part, (hi - lo) / 2.0, seeds_to_decide(sd, dist, qq, n)
+
+
+def _power(claim: Claim, held: bool, est: float, sd: float, n: int, level: float, k: int) -> float:
+    """The chance that a new set of ``n`` seeds decides this part the same way, if the true
+    mean were the estimate and the spread ``sd`` (noncentral t): how likely the verdict holds."""
+    from scipy import stats
+
+    if not sd > 0:
+        return 1.0
+    alpha = 1.0 - level
+    se, df = sd / math.sqrt(n), n - 1
+
+    def above(bound: float, q: float) -> float:  # P(lower end of the q-interval > bound)
+        return float(stats.nct.sf(stats.t.ppf(q, df), df, (est - bound) / se))
+
+    def below(bound: float, q: float) -> float:  # P(upper end of the q-interval < bound)
+        return float(stats.nct.cdf(-stats.t.ppf(q, df), df, (est - bound) / se))
+
+    lo_m, hi_m = claim.threshold - claim.margin, claim.threshold + claim.margin
+    if claim.direction == "equivalent":
+        if held:
+            return max(0.0, above(lo_m, 1.0 - alpha) + below(hi_m, 1.0 - alpha) - 1.0)
+        q = 1.0 - alpha / (2.0 * k)
+        return above(hi_m, q) if est > hi_m else below(lo_m, q)
+    b = _boundary(claim)
+    q = 1.0 - alpha / 2.0 if held else 1.0 - alpha / (2.0 * k)
+    upward = (claim.direction != "less") == held
+    return above(b, q) if upward else below(b, q)
 
 
 def combine(claim: Claim, verdicts: Sequence[str]) -> str:
@@ -222,6 +255,9 @@ def _describe(claim: Claim, parts: Sequence[Part]) -> str:
     def one(p: Part) -> str:
         if claim.direction == "all":
             return f"held on {p.held}/{p.n} {claim.unit}s"
+        if p.nonfinite:
+            return (f"non-finite (NaN or infinite: a diverged run) on {p.nonfinite} of {p.n} "
+                    f"{claim.unit}s, so this part is not judged")
         if p.level is None:
             return f"{_fmt(p.estimate)} (exact, deterministic: counted once)"
         if p.n < 2:
@@ -263,10 +299,15 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
     verdict = combine(claim, [p.verdict for p in parts])
     undecided_parts = [(h, m) for (p, h, m) in judged if h is not None]
     half = max((h for h, _ in undecided_parts), default=None)
+    # an exact tie (a deterministic part on the threshold) or a non-finite part is undecided
+    # whatever the number of seeds: no "about N seeds would decide it" for such a claim
+    stuck = [p for p in parts if p.verdict == claim.words[2] and (p.level is None or p.nonfinite)
+             and claim.direction != "all"]
     need = None
-    if verdict == claim.words[2] and undecided_parts:
+    if verdict == claim.words[2] and undecided_parts and not stuck:
         needs = [m for _, m in undecided_parts]
         need = None if any(m is None for m in needs) else max(needs)
+    powers = [p.power for p in parts if p.power is not None]
     summary = _describe(claim, parts) + (f". {note}" if note else "")
     nums = {"estimate": parts[0].estimate} if k == 1 else {p.name: p.estimate for p in parts}
     nums.update(dict(numbers or {}))
@@ -277,4 +318,97 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
         else claim.threshold,
         margin=claim.margin if claim.direction == "equivalent" else None,
         direction=claim.direction, half_width=half, seeds_needed=need,
+        power=min(powers) if powers and verdict != claim.words[2] else None,
+        tie=verdict == claim.words[2] and any(p.level is None and not p.nonfinite for p in stuck),
     )
+
+
+#: Where a claim of kind ``claim`` may come from: a statement of the paper (its abstract, a
+#: section of the paper) or of its official code. The spec, the reviews and our own
+#: derivations give ``finding``s and ``check``s.
+PAPER_SOURCES = ("abstract", "paper §", "paper section", "official code")
+
+
+def check_claims(claims: Sequence[Claim]) -> None:
+    """Refuse a reproduction on records whose claims break the contract: every claim declares
+    its evidence; every ``claim`` cites the paper (:data:`PAPER_SOURCES`) and has a control
+    whose substituted arms are arms its evidence reads; ids are unique."""
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"Claim ids must be unique. Got duplicates {dup}.")
+    for c in claims:
+        if c.evidence is None:
+            raise ValueError(f"Claim {c.id!r} must declare its 'evidence' (optzoo.repro.evidence). Got None.")
+        if c.kind != "claim":
+            continue
+        if not c.source.strip().lower().startswith(PAPER_SOURCES):
+            raise ValueError(f"Claim {c.id!r} of kind 'claim' must cite the paper: its 'source' must start "
+                             f"with one of {PAPER_SOURCES}. Got {c.source!r} (make it a 'finding' if it "
+                             "comes from the spec, a review or our derivation).")
+        if c.control is None:
+            raise ValueError(f"Claim {c.id!r} of kind 'claim' needs a 'control' (the experiment with the "
+                             "paper's credited mechanism removed). Got None.")
+        unused = sorted(set(c.control.arms) - set(c.evidence.arms))
+        if unused:
+            raise ValueError(f"The control of claim {c.id!r} substitutes arms its evidence does not read: "
+                             f"{unused} (it reads {list(c.evidence.arms)}).")
+
+
+def judge_claims(claims: Sequence[Claim], per_seed, *, scale: str | None = None,
+                 notes: Mapping[str, str] | None = None, level: float = 0.95) -> list[Verdict]:
+    """Judge every claim of a reproduction on records: its evidence, then, for a claim with a
+    control, the same claim on the control's evidence (same units, same seeds). A claim whose
+    evidence cannot be read, or is not measured at ``scale``, is undecided with the reason;
+    one claim's failure never takes the others with it."""
+    from dataclasses import replace
+
+    from optzoo.repro.evidence import as_records
+
+    per_seed = [as_records(seed) for seed in per_seed]
+    notes = dict(notes or {})
+    out = []
+    for c in claims:
+        if c.scales and scale is not None and scale not in c.scales:
+            v = judge(c, None, note=f"measured only at {' and '.join(c.scales)}", level=level)
+            out.append(replace(v, measured=False))
+            continue
+        try:
+            v = judge(c, c.evidence.collect(per_seed), note=notes.get(c.id, ""), level=level)
+        except Exception as exc:  # noqa: BLE001 - reported on the claim, the others still judged
+            out.append(judge(c, None, note=f"its evidence could not be read: {type(exc).__name__}: {exc}",
+                             level=level))
+            continue
+        if c.control is not None:
+            try:
+                cv = judge(c, c.evidence.collect(per_seed, c.control.arms), level=level)
+            except Exception as exc:  # noqa: BLE001
+                cv = judge(c, None, note=f"the control's evidence could not be read: {exc}", level=level)
+            v = replace(v, control=cv, control_removes=c.control.describe())
+        out.append(v)
+    return out
+
+
+#: The four words of a headline's status.
+HEADLINE_WORDS = ("reproduced", "not reproduced", "undecided", "untested at this scale")
+
+
+def headline_status(verdicts: Sequence[Verdict], headline: Sequence[str]) -> str | None:
+    """The status of a paper's headline from the verdicts of the claims that test it:
+    ``not reproduced`` if any of them is; ``untested at this scale`` if any is not measured
+    here; ``reproduced`` only if every one is reproduced and survives its control; else
+    ``undecided`` (inconclusive, no control, or reproduced under its control too).
+    ``None`` when the paper names no headline claims."""
+    if not headline:
+        return None
+    by_id = {v.claim: v for v in verdicts}
+    vs = [by_id[h] for h in headline if h in by_id]
+    if len(vs) < len(headline):
+        return "untested at this scale"
+    if any(v.verdict == "not reproduced" for v in vs):
+        return "not reproduced"
+    if any(not v.measured for v in vs):
+        return "untested at this scale"
+    if all(v.status == "reproduced" for v in vs):
+        return "reproduced"
+    return "undecided"

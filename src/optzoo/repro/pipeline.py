@@ -34,7 +34,17 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
         return run
     try:
         mod = importlib.import_module(module)
-        verdicts = list(mod.judge(per_seed))
+        run.headline = _headline(slug)
+        if hasattr(mod, "judge"):  # a room not yet on records: its own judge() over dicts
+            verdicts = list(mod.judge(per_seed))
+        else:  # records and declared evidence: the harness judges every claim the same way
+            from optzoo.repro.evidence import as_records
+            from optzoo.repro.judging import check_claims, judge_claims
+
+            check_claims(mod.CLAIMS)
+            per_seed = [as_records(seed) for seed in per_seed]
+            notes = mod.notes(per_seed) if hasattr(mod, "notes") else None
+            verdicts = judge_claims(mod.CLAIMS, per_seed, scale=scale, notes=notes)
         for v in verdicts:
             if not isinstance(v, Verdict):
                 raise TypeError(f"judge() of {slug} returned {type(v).__name__}, not Verdict")
@@ -61,9 +71,19 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
         run.judge_error = traceback.format_exc()
     atomic_write_json(Path(out) / slug / "verdicts.json", {
         "slug": slug, "scale": scale, "seeds": run.seeds, "provenance": run.provenance,
+        "headline": list(run.headline),
         "verdicts": [v.to_dict() for v in run.verdicts], "judge_error": run.judge_error,
     })
     return run
+
+
+def _headline(slug: str) -> tuple[str, ...]:
+    from optzoo.papers import get_paper
+
+    try:
+        return tuple(get_paper(slug).headline_claims)
+    except KeyError:
+        return ()
 
 
 def provenance_summary(records: list[dict[str, Any]]) -> list[str]:

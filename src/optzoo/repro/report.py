@@ -19,6 +19,7 @@ from typing import Any
 
 from optzoo.repro.claim import PaperRun, Verdict
 from optzoo.repro.figures import VERDICT_COLOURS
+from optzoo.repro.judging import headline_status
 
 __all__ = [
     "RESULTS_BEGIN",
@@ -44,12 +45,15 @@ _RICH = {"reproduced": "green", "passed": "green", "not reproduced": "red", "fai
 _RULE = (
     "Each claim is judged by `optzoo.repro.judging` (the rule is in the README, \"Reading a "
     "report\"): the unit of replication is the seed; a Student-t interval of the mean per-seed "
-    "effect at the printed level is compared with the claim's threshold (equivalence and "
-    "non-inferiority by two one-sided tests); a claim with several parts is reproduced only "
-    "when every part is, and not reproduced when any part lies wholly on the wrong side "
-    "(Bonferroni over parts). **Claims** are the papers' statements and are counted; "
-    "**findings** are our own results, labelled as ours; **checks** test our own "
-    "implementation and never count as support for a paper. `not reproduced` is a result."
+    "effect at the printed level is compared with the claim's threshold (equivalence by two "
+    "one-sided tests, non-inferiority by the 95% interval against threshold - margin); a claim "
+    "with several parts is reproduced only when every part is, and not reproduced when any part "
+    "lies wholly on the wrong side (Bonferroni over parts). Every claim is judged again on its "
+    "**control** (the same experiment with the mechanism the paper credits removed): a claim "
+    "also reproduced under its control cannot fail and is not counted, nor is a claim without a "
+    "control. No multiplicity correction runs across a paper's claims. **Claims** are the "
+    "papers' statements; **findings** are our own results, labelled as ours; **checks** test our "
+    "own implementation and never count as support for a paper. `not reproduced` is a result."
 )
 
 
@@ -102,18 +106,42 @@ def _counts(verdicts: list[Verdict], words: tuple[str, ...]) -> str:
 
 
 def verdict_counts(run: PaperRun) -> str:
-    """``"2/4 claims reproduced, 1 not reproduced, 1 inconclusive"`` (or why there are none);
-    findings and checks are not counted here."""
+    """``"2/4 claims reproduced, 1 cannot fail under its control, 1 inconclusive; headline:
+    undecided"`` (or why there are none). Only claims measured at this scale are counted, and
+    a reproduced claim counts only when its control did not also reproduce it; findings and
+    checks are not counted here."""
     if run.judge_error:
         return "judge failed"
     if not run.verdicts:
         return "no finished seeds"
-    claims = run.of_kind("claim")
-    text = (_counts(claims, ("reproduced", "not reproduced", "inconclusive")).replace(
-        " reproduced", " claims reproduced", 1) if claims else "no claims judged")
+    claims = [v for v in run.of_kind("claim") if v.measured]
+    unmeasured = [v for v in run.of_kind("claim") if not v.measured]
+    if claims:
+        n = {s: sum(v.status == s for v in claims) for s in _STATUSES}
+        bits = [f"{n['reproduced']}/{len(claims)} claims reproduced"]
+        bits += [f"{n[s]} {_STATUS_WORDS[s]}" for s in _STATUSES[1:] if n[s]]
+        text = ", ".join(bits)
+    else:
+        text = "no claims judged"
+    if unmeasured:
+        text += f"; {len(unmeasured)} measured only at {_only_at(unmeasured)}"
+    status = headline_status(run.verdicts, run.headline)
+    if status is not None:
+        text += f"; headline: {status}"
     if run.errors:
         text += f", {len(run.errors)} seed(s) crashed"
     return text
+
+
+_STATUSES = ("reproduced", "cannot fail", "no control", "not reproduced", "inconclusive")
+_STATUS_WORDS = {"cannot fail": "reproduced but cannot fail under its control (not counted)",
+                 "no control": "reproduced without a control (not counted)",
+                 "not reproduced": "not reproduced", "inconclusive": "inconclusive"}
+
+
+def _only_at(verdicts: list[Verdict]) -> str:
+    m = re.search(r"measured only at ([\w ]+)", verdicts[0].summary)
+    return m.group(1) if m else "another scale"
 
 
 def paper_summary(run: PaperRun) -> str:
@@ -127,6 +155,16 @@ def paper_summary(run: PaperRun) -> str:
     seeds = f"seeds {run.seeds[0]}-{run.seeds[-1]}" if run.seeds else "no seeds"
     prov = ", ".join(run.provenance) or "unknown"
     return f"{'; '.join(parts)} ({run.scale}, {seeds}, units at {prov})"
+
+
+def _control(v: Verdict) -> str:
+    """The control's verdict beside the claim's: what it removes and how it came out."""
+    if v.kind != "claim" or not v.measured:
+        return ""
+    if v.control is None:
+        return "no control"
+    tail = " (so the claim cannot fail: not counted)" if v.status == "cannot fail" else ""
+    return f"{v.control.verdict}{tail}: {_interval(v.control)}; removes {v.control_removes}"
 
 
 def _interval(v: Verdict) -> str:
@@ -154,9 +192,15 @@ def _interval(v: Verdict) -> str:
 
 def _undecided(v: Verdict) -> str:
     if v.verdict != "inconclusive":
+        if v.power is not None:
+            return f"power at its own estimate {v.power:.2f}"
         return ""
     if not v.parts:
         return "not measured at this scale"
+    if v.tie:
+        return "an exact tie: no number of seeds decides it"
+    if any(p.nonfinite for p in v.parts):
+        return "a non-finite part (diverged run): more seeds would not decide it"
     if v.half_width is None:
         return ""
     need = (f"about {v.seeds_needed} seeds would decide it" if v.seeds_needed
@@ -164,17 +208,30 @@ def _undecided(v: Verdict) -> str:
     return f"half-width {v.half_width:.3g}; {need}"
 
 
+def _shown(v: Verdict) -> str:
+    """The verdict as shown: the claim's own verdict, and how it counts when that differs."""
+    if not v.measured:
+        return "not measured at this scale"
+    if v.status in ("cannot fail", "no control"):
+        return f"{v.verdict}, {_STATUS_WORDS[v.status].replace('reproduced ', '', 1)}"
+    return v.verdict
+
+
 def _table(runs: list[PaperRun], kind: str, with_paper: bool = True) -> list[str]:
     rows = []
     for run in runs:
         for v in run.of_kind(kind):
             cells = ([run.slug] if with_paper else []) + [
-                v.claim, f"**{v.verdict}**", _md(_interval(v)), _md(_undecided(v))]
+                v.claim, f"**{_shown(v)}**", _md(_interval(v)), _md(_undecided(v))]
+            if kind == "claim":
+                cells.append(_md(_control(v)))
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         return []
     head = (["paper"] if with_paper else []) + [kind, "verdict", "estimate [interval] vs threshold",
-                                                "if inconclusive"]
+                                                "if inconclusive (else power)"]
+    if kind == "claim":
+        head.append("control (the credited mechanism removed)")
     return ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head), *rows]
 
 
@@ -235,13 +292,17 @@ def _paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
         vs = run.of_kind(kind)
         if not vs:
             continue
-        lines += ["", f"{heading}# {title}", "", "| id | statement | verdict | measured | rule |",
-                  "| --- | --- | --- | --- | --- |"]
+        ctl = kind == "claim"
+        lines += ["", f"{heading}# {title}", "",
+                  "| id | statement | verdict | measured | " + ("control | " if ctl else "") + "rule |",
+                  "| --- | --- | --- | --- | " + ("--- | " if ctl else "") + "--- |"]
         for v in vs:
             stmt = claims[v.claim].statement if v.claim in claims else ""
+            src = claims[v.claim].source if v.claim in claims else ""
             extra = f" ({_undecided(v)})" if _undecided(v) else ""
-            lines.append(f"| {v.claim} | {_md(stmt)} | **{v.verdict}** | {_md(v.summary + extra)} | "
-                         f"{_md(v.rule)} |")
+            lines.append(f"| {v.claim} | {_md(stmt)}" + (f" _Source: {_md(src)}._" if src else "")
+                         + f" | **{_shown(v)}** | {_md(v.summary + extra)} | "
+                         + (f"{_md(_control(v))} | " if ctl else "") + f"{_md(v.rule)} |")
     if run.judge_error:
         lines += ["", "judge() failed:", "", "```", run.judge_error.rstrip(), "```"]
     for fig in run.figures[1:]:
@@ -277,18 +338,26 @@ def _relative(fig: str, base: Path) -> str:
         return str(fig)
 
 
+def _colour(v: Verdict) -> str:
+    return "#8a6d00" if v.status in ("cannot fail", "no control") else VERDICT_COLOURS[v.verdict]
+
+
 def _html_table(runs: list[PaperRun], kind: str) -> str:
     e = html.escape
     rows = []
+    ctl = kind == "claim"
     for run in runs:
         for v in run.of_kind(kind):
             rows.append(f"<tr><td>{e(run.slug)}</td><td>{e(v.claim)}</td><td class='v' style='color:"
-                        f"{VERDICT_COLOURS[v.verdict]}'>{e(v.verdict)}</td><td>{e(_interval(v))}</td>"
-                        f"<td>{e(_undecided(v))}</td></tr>")
+                        f"{_colour(v)}'>{e(_shown(v))}</td><td>{e(_interval(v))}</td>"
+                        f"<td>{e(_undecided(v))}</td>" + (f"<td>{e(_control(v))}</td>" if ctl else "")
+                        + "</tr>")
     if not rows:
         return ""
     return ("<table><tr><th>paper</th><th>" + e(kind) + "</th><th>verdict</th>"
-            "<th>estimate [interval] vs threshold</th><th>if inconclusive</th></tr>" + "".join(rows) + "</table>")
+            "<th>estimate [interval] vs threshold</th><th>if inconclusive (else power)</th>"
+            + ("<th>control (the credited mechanism removed)</th>" if ctl else "") + "</tr>"
+            + "".join(rows) + "</table>")
 
 
 def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
@@ -332,14 +401,19 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
             vs = run.of_kind(kind)
             if not vs:
                 continue
+            ctl = kind == "claim"
             parts.append(f"<h3>{e(title)}</h3><table><tr><th>id</th><th>statement</th><th>verdict</th>"
-                         "<th>measured</th><th>rule</th></tr>")
+                         "<th>measured</th>" + ("<th>control</th>" if ctl else "") + "<th>rule</th></tr>")
             for v in vs:
                 stmt = claims[v.claim].statement if v.claim in claims else ""
+                src = claims[v.claim].source if v.claim in claims else ""
                 extra = f" ({_undecided(v)})" if _undecided(v) else ""
-                parts.append(f"<tr><td>{e(v.claim)}</td><td>{e(stmt)}</td><td class='v' style='color:"
-                             f"{VERDICT_COLOURS[v.verdict]}'>{e(v.verdict)}</td><td>{e(v.summary + extra)}"
-                             f"</td><td class='rule'>{e(v.rule)}</td></tr>")
+                parts.append(f"<tr><td>{e(v.claim)}</td><td>{e(stmt)}"
+                             + (f"<br><i>Source: {e(src)}</i>" if src else "")
+                             + f"</td><td class='v' style='color:{_colour(v)}'>{e(_shown(v))}</td>"
+                             f"<td>{e(v.summary + extra)}</td>"
+                             + (f"<td>{e(_control(v))}</td>" if ctl else "")
+                             + f"<td class='rule'>{e(v.rule)}</td></tr>")
             parts.append("</table>")
         if run.judge_error:
             parts.append(f"<p>judge() failed:</p><pre>{e(run.judge_error)}</pre>")
@@ -544,16 +618,18 @@ def console_table(runs: list[PaperRun], console) -> None:
     from rich.table import Table
 
     table = Table(title="optzoo: claims, findings and checks", show_lines=False)
-    for col in ("paper", "kind", "claim", "verdict", "estimate [interval]"):
+    for col in ("paper", "kind", "claim", "verdict", "control", "estimate [interval]"):
         table.add_column(col, overflow="fold")
     order = {"claim": 0, "finding": 1, "check": 2}
     for run in runs:
         if run.judge_error:
-            table.add_row(run.slug, "", "(judge failed)", "[red]error[/red]", "")
+            table.add_row(run.slug, "", "(judge failed)", "[red]error[/red]", "", "")
         for v in sorted(run.verdicts, key=lambda v: order[v.kind]):
-            table.add_row(run.slug, v.kind, v.claim, f"[{_RICH[v.verdict]}]{v.verdict}[/]", _interval(v))
+            ctl = "" if v.kind != "claim" or not v.measured else (
+                "none" if v.control is None else f"[{_RICH[v.control.verdict]}]{v.control.verdict}[/]")
+            table.add_row(run.slug, v.kind, v.claim, f"[{_RICH[v.verdict]}]{_shown(v)}[/]", ctl, _interval(v))
         for seed in sorted(run.errors):
-            table.add_row(run.slug, "", f"seed {seed}", "[red]crashed[/red]", "traceback in report.md")
+            table.add_row(run.slug, "", f"seed {seed}", "[red]crashed[/red]", "", "traceback in report.md")
     console.print(table)
     for run in runs:
         console.print(f"[bold]{run.slug}[/bold]: {paper_summary(run)}")
