@@ -63,8 +63,14 @@ def show(
         return
     console.print(f"API: {', '.join(paper.api)}   docs: docs/papers/{slug}.md")
     mod = importlib.import_module(paper.repro_module)
+    if paper.headline_claims:
+        console.print(f"claims that test the headline: {', '.join(paper.headline_claims)}")
     for c in mod.CLAIMS:
         console.print(f"  - [bold]{c.id}[/bold] ({c.kind}): {c.statement} [dim]({c.rule()})[/dim]")
+        if c.source:
+            console.print(f"      [dim]source: {c.source}[/dim]")
+        if c.control is not None:
+            console.print(f"      [dim]control: {c.control.describe()}; credited by: {c.control.credits}[/dim]")
     records, scale = collect_results(out, slug)
     if not records:
         console.print(f"no results in {out / slug}; run `optzoo reproduce {slug}`")
