@@ -191,3 +191,15 @@ def test_reproduce_runs_a_room_on_records_end_to_end(tmp_path):
     assert {"part", "arm", "instance", "metric", "value"} <= set(unit["metrics"][0])
     md = (tmp_path / "report.md").read_text()
     assert "cannot fail under its control" in md and (tmp_path / "selftest_records" / "figures" / "means.png").exists()
+
+
+def test_html_opens_with_an_overview_of_claims_and_controls(tmp_path):
+    from optzoo.repro.report import write_html
+
+    vs = judge_claims(room.CLAIMS, _room(), scale="smoke")
+    run = PaperRun("selftest", "smoke", list(range(6)), [], vs, headline=("drift_raises_mean",))
+    page = write_html([run], tmp_path / "r.html", {"scale": "smoke", "environment": {}}).read_text()
+    overview = page.split("<h2>Overview</h2>")[1].split("<h2>Summary</h2>")[0]
+    # the sound headline claim: green, outlined, its control undecided; the tautology: grey, control R
+    assert "class='c h'" in overview and "title='drift_raises_mean: reproduced; control inconclusive'" in overview
+    assert "background:#8c959f'>R</a>" in overview and "<td>reproduced</td>" in overview

@@ -360,6 +360,48 @@ def _html_table(runs: list[PaperRun], kind: str) -> str:
             + "".join(rows) + "</table>")
 
 
+_CELL = {"reproduced": "#2da44e", "passed": "#2da44e", "not reproduced": "#cf222e", "failed": "#cf222e",
+         "inconclusive": "#d4a72c", "cannot fail": "#8c959f", "no control": "#8c959f",
+         "not measured": "#ffffff"}
+_MARK = {"reproduced": "R", "not reproduced": "N", "inconclusive": "?"}
+
+
+def _overview(runs: list[PaperRun]) -> str:
+    """The report's first picture: one row per paper, one cell per claim coloured by how it
+    counts (grey: reproduced but not counted, no control or cannot fail; white: not measured
+    here), its control's verdict as a letter in the cell (R, N, ?), the headline's claims
+    outlined; findings and checks apart, smaller. Each cell links to the paper's section."""
+    e = html.escape
+    rows = []
+    for run in runs:
+        status = headline_status(run.verdicts, run.headline)
+        cells = []
+        for v in run.of_kind("claim"):
+            ctl = _MARK.get(v.control.verdict, "") if v.control is not None else ""
+            tip = f"{v.claim}: {_shown(v)}" + (f"; control {v.control.verdict}" if v.control else "")
+            cls = "c h" if v.claim in run.headline else "c"
+            cells.append(f"<a class='{cls}' href='#{e(run.slug)}' title='{e(tip)}' "
+                         f"style='background:{_CELL[v.status]}'>{e(ctl)}</a>")
+        small = "".join(
+            f"<a class='c s' href='#{e(run.slug)}' title='{e(v.claim)} ({v.kind}): {e(v.verdict)}' "
+            f"style='background:{_CELL[v.verdict]}'></a>" for v in run.verdicts if v.kind != "claim")
+        if run.judge_error:
+            cells = ["<span class='err'>judge failed</span>"]
+        rows.append(f"<tr><td><a href='#{e(run.slug)}'>{e(run.slug)}</a></td><td>{''.join(cells)}</td>"
+                    f"<td>{e(status or 'not named')}</td><td>{small}</td></tr>")
+    legend = ("<span class='c' style='background:#2da44e'></span> reproduced and survives its control "
+              "<span class='c' style='background:#cf222e'></span> not reproduced "
+              "<span class='c' style='background:#d4a72c'></span> inconclusive "
+              "<span class='c' style='background:#8c959f'></span> reproduced but not counted (no "
+              "control, or its control reproduces it too) "
+              "<span class='c' style='background:#fff'></span> not measured at this scale; "
+              "letter: the control's verdict (R reproduced, N not reproduced, ? inconclusive); "
+              "<span class='c h' style='background:#fff'></span> tests the headline")
+    return ("<h2>Overview</h2><table class='ov'><tr><th>paper</th><th>claims of the paper</th>"
+            "<th>headline</th><th>findings and checks</th></tr>" + "".join(rows)
+            + f"</table><p class='rule'>{legend}</p>")
+
+
 def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
     """A single HTML file with every figure embedded, readable offline in any browser."""
     e = html.escape
@@ -370,12 +412,17 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         "color:#1f2328}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
         "padding:4px 8px;vertical-align:top;font-size:13px}th{background:#f4f4f4}img{max-width:100%;"
         "margin:1em 0}pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}"
-        ".v{font-weight:bold}ul.s li{margin:.2em 0}.rule{color:#57606a;font-size:13px}</style>",
+        ".v{font-weight:bold}ul.s li{margin:.2em 0}.rule{color:#57606a;font-size:13px}"
+        ".c{display:inline-block;width:22px;height:22px;margin:1px;border:1px solid #999;color:#fff;"
+        "font:bold 12px/22px system-ui;text-align:center;text-decoration:none;vertical-align:middle}"
+        ".c.h{outline:2px solid #0969da;outline-offset:1px}.c.s{width:11px;height:11px}"
+        "table.ov td{vertical-align:middle}</style>",
         "</head><body><h1>optzoo reproduction report</h1>",
         f"<p>Scale <code>{e(str(meta.get('scale')))}</code>, seeds {e(str(meta.get('seeds')))}, "
         f"generated {e(str(meta.get('generated', '')))}; python {e(str(env.get('python')))}, "
         f"{e(str(env.get('cpu')))}" + (f"; jobs: {e(str(meta.get('jobs')))}" if meta.get("backend") else "")
         + ".</p>",
+        _overview(runs),
         f"<p class='rule'>{e(_RULE.replace('**', '').replace('`', ''))}</p>",
         "<h2>Summary</h2><ul class='s'>",
     ]
