@@ -101,6 +101,7 @@ def test_deterministic_instances_count_once():
 def test_a_claim_not_measured_at_this_scale_is_undecided():
     v = judge(GREATER, None, note="judged at full only")
     assert v.verdict == "inconclusive" and not v.parts and "not measured" in v.summary
+    assert not v.measured  # a claim this scale does not measure is not counted
     assert "full only" in v.summary and v.rule == rule_text(GREATER)
 
 

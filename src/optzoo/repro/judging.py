@@ -278,7 +278,7 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
     ``evidence``: per-seed values of one part (a sequence, or a :class:`Sample` from
     :func:`deterministic`), or a mapping ``part name -> per-seed values``. For direction
     ``"all"``, booleans per instance (or a mapping of them). ``None``: the claim was not
-    measured at this scale (undecided; say why in ``note``). ``note`` is appended to the
+    measured at this scale (undecided and not counted; say why in ``note``). ``note`` is appended to the
     generated summary; ``numbers`` adds key numbers to the report.
     """
     if not 0.5 < level < 1.0:
@@ -289,7 +289,7 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
             summary=f"{claim.metric}: not measured at this scale" + (f". {note}" if note else ""),
             rule=rule_text(claim, level), level=None, direction=claim.direction,
             threshold=None if claim.direction == "all" else _boundary(claim),
-            margin=claim.margin if claim.direction == "equivalent" else None)
+            margin=claim.margin if claim.direction == "equivalent" else None, measured=False)
     items = list(evidence.items()) if isinstance(evidence, Mapping) else [("", evidence)]
     if not items:
         raise ValueError(f"Claim {claim.id!r} needs at least one part to judge. Got an empty mapping.")
@@ -376,14 +376,15 @@ def judge_claims(claims: Sequence[Claim], per_seed, *, scale: str | None = None,
         try:
             v = judge(c, c.evidence.collect(per_seed), note=notes.get(c.id, ""), level=level)
         except Exception as exc:  # noqa: BLE001 - reported on the claim, the others still judged
-            out.append(judge(c, None, note=f"its evidence could not be read: {type(exc).__name__}: {exc}",
-                             level=level))
+            v = judge(c, None, note=f"its evidence could not be read: {type(exc).__name__}: {exc}", level=level)
+            out.append(replace(v, measured=True, summary=v.summary.replace(": not measured at this scale", "")))
             continue
         if c.control is not None:
             try:
                 cv = judge(c, c.evidence.collect(per_seed, c.control.arms), level=level)
             except Exception as exc:  # noqa: BLE001
                 cv = judge(c, None, note=f"the control's evidence could not be read: {exc}", level=level)
+                cv = replace(cv, measured=True)
             v = replace(v, control=cv, control_removes=c.control.describe())
         out.append(v)
     return out

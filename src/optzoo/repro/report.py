@@ -140,8 +140,10 @@ _STATUS_WORDS = {"cannot fail": "reproduced but cannot fail under its control (n
 
 
 def _only_at(verdicts: list[Verdict]) -> str:
-    m = re.search(r"measured only at ([\w ]+)", verdicts[0].summary)
-    return m.group(1) if m else "another scale"
+    """The scale named by "measured only at ..." when every unmeasured claim names the same."""
+    found = {m.group(1) if m else None for m in (re.search(r"measured only at ([\w ]+)", v.summary)
+                                                 for v in verdicts)}
+    return found.pop() if len(found) == 1 and None not in found else "another scale"
 
 
 def paper_summary(run: PaperRun) -> str:
