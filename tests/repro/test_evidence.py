@@ -203,3 +203,9 @@ def test_html_opens_with_an_overview_of_claims_and_controls(tmp_path):
     # the sound headline claim: green, outlined, its control undecided; the tautology: grey, control R
     assert "class='c h'" in overview and "title='drift_raises_mean: reproduced; control inconclusive'" in overview
     assert "background:#8c959f'>R</a>" in overview and "<td>reproduced</td>" in overview
+
+
+def test_power_of_values_equal_up_to_rounding_is_one_not_nan():
+    c = Claim("x", "s", "m", direction="equivalent", threshold=-1.5, margin=0.25)
+    assert judge(c, [-1.501 + 1e-16 * i for i in range(6)]).power == 1.0
+    assert judge(Claim("y", "s", "m"), [50.0, 50.1, 49.9, 50.05, 49.95]).power == 1.0

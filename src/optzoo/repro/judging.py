@@ -214,16 +214,19 @@ def _power(claim: Claim, held: bool, est: float, sd: float, n: int, level: float
     mean were the estimate and the spread ``sd`` (noncentral t): how likely the verdict holds."""
     from scipy import stats
 
-    if not sd > 0:
+    if not sd > 1e-12 * max(1.0, abs(est)):  # equal up to rounding in every seed: it repeats
         return 1.0
     alpha = 1.0 - level
     se, df = sd / math.sqrt(n), n - 1
 
+    def guard(p: float) -> float:  # the noncentral t loses precision far in its tail
+        return p if math.isfinite(p) else 1.0
+
     def above(bound: float, q: float) -> float:  # P(lower end of the q-interval > bound)
-        return float(stats.nct.sf(stats.t.ppf(q, df), df, (est - bound) / se))
+        return guard(float(stats.nct.sf(stats.t.ppf(q, df), df, (est - bound) / se)))
 
     def below(bound: float, q: float) -> float:  # P(upper end of the q-interval < bound)
-        return float(stats.nct.cdf(-stats.t.ppf(q, df), df, (est - bound) / se))
+        return guard(float(stats.nct.cdf(-stats.t.ppf(q, df), df, (est - bound) / se)))
 
     lo_m, hi_m = claim.threshold - claim.margin, claim.threshold + claim.margin
     if claim.direction == "equivalent":

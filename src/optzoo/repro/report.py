@@ -178,6 +178,8 @@ def _interval(v: Verdict) -> str:
         name = f"{p.name}: " if p.name else ""
         if v.direction == "all":
             bits.append(f"{name}{p.held}/{p.n} held")
+        elif p.nonfinite:
+            bits.append(f"{name}non-finite on {p.nonfinite} of {p.n} seeds (not judged)")
         elif p.level is None:
             bits.append(f"{name}{p.estimate:.3g} (exact)")
         else:
