@@ -78,6 +78,7 @@ PAPERS: tuple[Paper, ...] = (
                "sign_probe", "trust_region_step", "iteration_budget", "gradient_cost", "hessian_cost",
                "cma_minimize", "nelder_mead_minimize", "QuantumQueryLedger", "phase_oracle",
                "fourier_sampling", "fundamental_probability", "GradientEstimate", "HessianEstimate"),
+          headline_claims=("visits_within_budget", "eps_exponent_valley"),
           implemented=True),
     Paper(5, "zo_sgd", "Learning dynamics of zeroth-order optimization: a kernel (eNTK) perspective",
           "ICML 2026", "2605.03373", None, "reconstructed", "analysis reconstructed from the abstract",

@@ -47,6 +47,8 @@ def rows(Bad, SolverInfo, OptimInfo):
         Bad("budget float", lambda: tr(budget=10.5), TypeError, rf"'budget' argument of {own}"),
         Bad("method", lambda: tr(method="newton"), ValueError, rf"'method' argument of {own} must be one of 'tr', 'ngd'"),
         Bad("rho<=0", lambda: tr(rho=-1.0), ValueError, rf"'rho' argument of {own}"),
+        Bad("hessian", lambda: tr(hessian="identity"), ValueError,
+            rf"'hessian' argument of {own} must be one of 'estimate', 'none', 'random'"),
         Bad("oracle not an oracle", lambda: comparison_minimize(lambda x: 0.0, X0, eps=0.1), TypeError,
             rf"'oracle' argument of {own} must be a ComparisonOracle"),
         Bad("f returns nan", lambda: comparison_minimize(

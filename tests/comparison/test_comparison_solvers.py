@@ -12,6 +12,8 @@ from optzoo.comparison import (
     QuantumQueryLedger,
     cma_minimize,
     comparison_minimize,
+    gradient_cost,
+    hessian_cost,
     iteration_budget,
     nelder_mead_minimize,
     trust_region_step,
@@ -119,3 +121,59 @@ def test_simulated_ledger_totals_equal_the_formula():
     assert led["gradient"] + led["hessian"] == 7 * per_it
     assert res.quantum_queries == led["total"] == 7 * per_it + led["safeguard"]
     assert QuantumQueryLedger(n=4).charge_gradient(0.125) == 5
+
+
+def test_hessian_ablations_keep_the_step_rule():
+    """hessian="none": zero model curvature, no Hessian comparisons, steps -R g_hat (halved by
+    the safeguard); "random": the same comparisons as the estimate, a random symmetric matrix
+    of the estimate's norm; both seeded and reproducible."""
+    from optzoo.comparison.repro.problems import valley
+
+    p = valley(4, 0.1, seed=2)
+    R = math.sqrt(0.1 / p.rho)
+    runs = {}
+    for h in ("estimate", "none", "random"):
+        orc = ComparisonOracle(p.f, vectorized=True)
+        res = comparison_minimize(orc, p.x0, eps=0.1, L=p.L, rho=p.rho, delta_f=p.delta_f,
+                                  hessian=h, seed=5, max_iter=6)
+        assert res.hessian == h and res.ncomparisons == orc.ncomparisons
+        runs[h] = res
+    none = runs["none"]
+    steps = np.linalg.norm(np.diff(none.trajectory, axis=0), axis=1)
+    assert np.all(np.isin(np.round(steps / R, 12), [0.0, 1.0, 0.5, 0.25, 0.125]))
+    per = np.diff(none.comparisons_at)
+    g = gradient_cost(4, 0.125)
+    assert np.all((per >= g + 1) & (per <= g + 4))            # no Hessian comparisons
+    for h in ("estimate", "random"):
+        per = np.diff(runs[h].comparisons_at)
+        assert np.all(per >= g + hessian_cost(4, 0.125) + 1)  # the routine is paid for
+    again = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=0.1, L=p.L,
+                                rho=p.rho, delta_f=p.delta_f, hessian="random", seed=5, max_iter=6)
+    assert np.array_equal(again.trajectory, runs["random"].trajectory)
+    assert not np.array_equal(runs["estimate"].trajectory, runs["random"].trajectory)
+
+
+def test_hessian_matters_on_the_valley():
+    """On the valley family (ill-conditioned transverse curvature) CMP-TR settles, and the
+    same method without its Hessian gets stuck where |grad f| > eps (n = 2, eps = 0.03)."""
+    from optzoo.comparison.repro import _run_head
+    from optzoo.comparison.repro.problems import valley
+
+    p = valley(2, 0.03, seed=0)
+    tr = _run_head(p, 0.03, 0, "estimate", 10_000)
+    ctl = _run_head(p, 0.03, 0, "none", 100_000)
+    assert tr["visited"] and tr["comparisons"] <= tr["budget"]
+    assert not ctl["visited"] and ctl["outcome"] in ("cycled", "budget")
+
+
+@pytest.mark.parametrize(("kw", "exc", "match"), [
+    ({"hessian": "zero"}, ValueError, r"'hessian' argument of comparison_minimize must be one of "
+                                      r"'estimate', 'none', 'random'"),
+    ({"hessian": "none", "method": "ngd"}, ValueError, r"'hessian' argument of comparison_minimize"),
+    ({"seed": -1}, ValueError, r"'seed' argument of comparison_minimize must be an int in \[0, inf\]"),
+    ({"seed": 1.5}, TypeError, r"'seed' argument of comparison_minimize"),
+])
+def test_hessian_option_is_validated(kw, exc, match):
+    orc = ComparisonOracle(lambda Z: (Z ** 2).sum(1), vectorized=True)
+    with pytest.raises(exc, match=match):
+        comparison_minimize(orc, np.ones(3), eps=0.1, max_iter=2, **kw)

@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
+from optzoo._core.rng import np_rng
 from optzoo._core.validation import (
     check_array,
     check_bool,
@@ -54,6 +55,19 @@ __all__ = ["comparison_minimize", "iteration_budget", "trust_region_step"]
 
 _OWNER = "comparison_minimize"
 METHODS = ("tr", "ngd")
+#: What CMP-TR's model uses as its Hessian: ``"estimate"`` (the comparison estimate, the
+#: method), ``"none"`` (zero, the Hessian routine not run: an ablation), ``"random"`` (the
+#: estimate's spectral norm on a random symmetric matrix: an ablation that pays the same
+#: comparisons and keeps only the scale).
+HESSIANS = ("estimate", "none", "random")
+
+
+def _random_symmetric(rng, n: int, norm: float) -> np.ndarray:
+    """A random symmetric matrix (GOE) rescaled to spectral norm ``norm``."""
+    A = rng.normal(size=(n, n))
+    A = 0.5 * (A + A.T)
+    nrm = float(np.linalg.norm(A, 2))
+    return A * (norm / nrm) if nrm > 0 else A
 
 
 def trust_region_step(g, M, radius: float) -> np.ndarray:
@@ -125,7 +139,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
                         delta_g: float = 0.125, delta_h: float = 0.125, radius: float | None = None,
                         c_R: float = 1.0, c_T: float = 12.0, hessian_span: float = 4.0,
                         safeguard: bool = True, quantum_ledger: bool = False,
-                        callback=None) -> Result:
+                        hessian: str = "estimate", seed: int = 0, callback=None) -> Result:
     """Visit an ``eps``-stationary point of ``f`` using only comparisons.
 
     Parameters
@@ -146,6 +160,14 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     safeguard : compare ``f(x + s)`` with ``f(x)`` before moving (CMP-TR only).
     quantum_ledger : also charge, per iteration, the SIMULATED quantum query cost (see
         :class:`~optzoo.comparison.quantum.QuantumQueryLedger`); no quantum execution.
+    hessian : CMP-TR only: the matrix its trust-region model uses. ``"estimate"`` (default,
+        the method): the comparison estimate of ``H / |grad f|``. Two ablations for controls,
+        same step rule, radius and safeguard: ``"none"``: the zero matrix, and the Hessian
+        routine is not run (no comparisons spent on it; the step is ``-R g_hat``, a
+        normalized-gradient step of the trust radius); ``"random"``: the routine is run (same
+        comparisons) but its estimate is replaced by a random symmetric matrix of the same
+        spectral norm (the scale ``|grad f| / |H|`` kept, the curvature's directions lost).
+    seed : seed of ``hessian="random"``'s matrices (unused otherwise).
     callback : ``callback(x) -> bool`` after every iteration; ``True`` stops the run
         (``Status.USER_LIMIT``; used by evaluators that know the true gradient).
 
@@ -184,6 +206,11 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
         radius = check_real("radius", radius, owner=_OWNER, low=0.0, closed="neither")
     safeguard = check_bool("safeguard", safeguard, owner=_OWNER)
     quantum_ledger = check_bool("quantum_ledger", quantum_ledger, owner=_OWNER)
+    hessian = check_choice("hessian", hessian, HESSIANS, owner=_OWNER)
+    seed = check_int("seed", seed, owner=_OWNER, low=0)
+    if hessian != "estimate" and method != "tr":
+        fail("hessian", _OWNER, "'estimate' when method is 'ngd' (CMP-NGD uses no Hessian)", hessian)
+    rng = np_rng(seed, "comparison_minimize", "random-hessian") if hessian == "random" else None
     T = iteration_budget(method, eps=eps, L=L, rho=rho, delta_f=delta_f, c_T=c_T)
     if max_iter is not None:
         T = check_int("max_iter", max_iter, owner=_OWNER, low=1)
@@ -224,10 +251,16 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
             x = x - step * g_hat
             accepted += 1
         else:
-            M, _ = _scaled_hessian(oracle, x, g_hat, delta_h, r, hessian_span * R)
-            if ledger is not None:
-                ledger.charge_hessian(delta_h)
-            s = trust_region_step(g_hat, M, R)
+            if hessian == "none":
+                M = np.zeros((x.size, x.size))
+            else:
+                M, _ = _scaled_hessian(oracle, x, g_hat, delta_h, r, hessian_span * R)
+                if ledger is not None:
+                    ledger.charge_hessian(delta_h)
+                if rng is not None:
+                    M = _random_symmetric(rng, x.size, float(np.linalg.norm(M, 2)))
+            # M = 0: the exact trust-region minimiser is the boundary step along -g_hat
+            s = -R * g_hat if hessian == "none" else trust_region_step(g_hat, M, R)
             if safeguard:
                 for _ in range(4):
                     worse = oracle.greater(x + s, x)[0]
@@ -260,7 +293,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
                   extra={"ncomparisons": used, "trajectory": np.asarray(traj),
                          "comparisons_at": np.asarray(counts), "method": method,
                          "planned_iterations": T, "accepted": accepted,
-                         "trust_radius": R if method == "tr" else None,
+                         "trust_radius": R if method == "tr" else None, "hessian": hessian,
                          "step": step if method == "ngd" else None,
                          "quantum_queries": None if ledger is None else ledger.total,
                          "quantum_ledger": None if ledger is None else ledger.as_dict()})

@@ -9,6 +9,12 @@
 2. Separable cosine: ``f(x) = sum_i (y_i^2 / 2 + a cos y_i)``, ``a = 2`` (rotated), ``L = 1 + a``,
    ``rho = a``; inf f is known in closed form per coordinate.
 3. Quadratics ``f = x'Ax/2 + b'x`` (``rho = 0``): exact tests of the subroutines.
+4. Valley (OURS, for the headline claim and its control): the ramp with an ill-conditioned
+   transverse quadratic, ``f(x) = 2 eps logcosh(y_1) + sum_i lam_i y_i^2 / 2`` over
+   ``i = 2..n``, ``lam = geomspace(Lam, 1, n - 1)`` (``Lam = 10``; n = 2 gets ``Lam``), and a
+   transverse start of norm ``t0 = 1`` (not ``eps / 4``). Declared ``L = Lam``, ``rho = 1``.
+   A method must settle a transverse quadratic of curvature up to ``Lam`` to reach
+   ``|grad f| <= eps``: with trust-radius steps ``sqrt(eps)`` this needs the curvature.
 """
 
 from __future__ import annotations
@@ -34,25 +40,31 @@ class Problem:
     inf_f: float
     kind: str
     a: float = 0.0
+    lam: np.ndarray | None = None   # transverse curvatures (ramp / valley); None: all 1
 
     def f(self, X):
         X = np.atleast_2d(X)
         Y = X @ self.Q.T
-        if self.kind == "ramp":
+        if self.kind in ("ramp", "valley"):
             y1 = np.abs(Y[:, 0])
             logcosh = y1 + np.log1p(np.exp(-2.0 * y1)) - np.log(2.0)
-            return 2.0 * self.eps * logcosh + 0.5 * (Y[:, 1:] ** 2).sum(1)
+            return 2.0 * self.eps * logcosh + 0.5 * (self._lam * Y[:, 1:] ** 2).sum(1)
         return (0.5 * Y ** 2 + self.a * np.cos(Y)).sum(1) - self.inf_f
 
     def grad(self, X):
         X = np.atleast_2d(X)
         Y = X @ self.Q.T
-        if self.kind == "ramp":
+        if self.kind in ("ramp", "valley"):
             G = Y.copy()
+            G[:, 1:] *= self._lam
             G[:, 0] = 2.0 * self.eps * np.tanh(Y[:, 0])
         else:
             G = Y - self.a * np.sin(Y)
         return G @ self.Q
+
+    @property
+    def _lam(self):
+        return 1.0 if self.lam is None else self.lam
 
     def grad_norm(self, X):
         return np.linalg.norm(self.grad(X), axis=1)
@@ -75,6 +87,21 @@ def ramp(n: int, eps: float, seed: int, *, D: float = 1.0) -> Problem:
         z = rng.normal(size=n - 1)
         y[1:] = 0.25 * eps * z / np.linalg.norm(z)
     return Problem("ramp", n, eps, Q, Q.T @ y, L=1.0, rho=1.0, inf_f=0.0, kind="ramp")
+
+
+def valley(n: int, eps: float, seed: int, *, lam_max: float = 10.0, t0: float = 1.0,
+           D: float = 1.0) -> Problem:
+    """The valley family (ours; see the module docstring)."""
+    rng = np_rng(seed, "valley", n, eps)
+    Q = _rotation(n, rng)
+    y = np.zeros(n)
+    y[0] = D / eps
+    lam = np.geomspace(lam_max, 1.0, n - 1) if n > 1 else np.zeros(0)
+    if n > 1:
+        z = rng.normal(size=n - 1)
+        y[1:] = t0 * z / np.linalg.norm(z)
+    return Problem("valley", n, eps, Q, Q.T @ y, L=max(1.0, lam_max), rho=1.0, inf_f=0.0,
+                   kind="valley", lam=lam)
 
 
 def cosine(n: int, eps: float, seed: int, *, a: float = 2.0) -> Problem:
