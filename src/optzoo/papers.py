@@ -69,6 +69,7 @@ PAPERS: tuple[Paper, ...] = (
                "mip_dks", "eigenvector_topk", "truncated_power", "random_restart_fw", "upper_bounds",
                "swap_polish",
                "pairwise_round", "local_max_test", "read_graph", "Graph"),
+          headline_claims=("tightness", "finite_step"),
           implemented=True),
     Paper(4, "comparison", "Finding stationary points by comparisons (classical and quantum oracle)",
           "ICML 2026", "2606.27082", None, "reconstructed", "only the abstract is public",

@@ -160,3 +160,20 @@ def test_gershgorin_fallback_is_upper_bound():
     g = _gnp(40, 0.2, 3)
     L, how = lipschitz(g.adj, 1.0, method="gershgorin")
     assert how == "gershgorin" and L >= np.linalg.eigvalsh(g.adj.toarray())[-1] + 1.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), lam=st.floats(1.0, 3.0))
+def test_pair_curvature_is_constant_anywhere(seed, lam):
+    """Why `dichotomy` is a check, not a claim (review 2026-12): the second difference of f along
+    e_i - e_j is 2(lam - A_ij) at *any* point, stationary or not, so "curvature > 0 at the
+    non-integral stationary points met" holds for lam > 1 whatever the landscape."""
+    rng = np.random.default_rng(seed)
+    g = _gnp(12, 0.4, seed)
+    x = _feasible_fractional(rng, 12, 5)  # a random point, in general not stationary
+    i, j = (int(v) for v in rng.choice(12, 2, replace=False))
+    u = np.zeros(12)
+    u[i], u[j] = 1.0, -1.0
+    h = 1e-3
+    f0, fp, fm = (objective(g.adj, x + s * h * u, lam) for s in (0, 1, -1))
+    assert (fp - 2 * f0 + fm) / h**2 == pytest.approx(2 * (lam - g.adj[i, j]), rel=1e-5, abs=1e-6)

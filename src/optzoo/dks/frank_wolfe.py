@@ -473,7 +473,7 @@ def _solve(graph, k, *, owner, escape, lam, max_iter, step, gap_tol, init, trigg
         integral=out["integral"], stop_reason=out["reason"], n_escapes=out["n_escapes"],
         n_fw_steps=out["n_fw_steps"], n_fractional=out["n_fractional"],
         gap_trace=out["gap_trace"], f_trace=out["f_trace"], frac_trace=out["frac_trace"],
-        escapes=out["escapes"], f_relaxed=out["f"], device=str(device or "cpu"),
+        escapes=out["escapes"], f_relaxed=out["f"], x_end=out["x"], device=str(device or "cpu"),
         init=init if isinstance(init, str) else "given", trigger=trigger,
     )
 
@@ -488,7 +488,7 @@ def se_frank_wolfe(graph, k, *, lam: float = 1.0, max_iter: int = 200, step: str
     stationary point (a local maximiser for lam > 1, not a global certificate) or USER_LIMIT
     after ``max_iter`` (with a warning). ``extra``: density, n_escapes, gap_trace, f_trace,
     frac_trace, escapes (each with its ``trigger`` and the ``gap`` it fired at), L,
-    upper_bound, init, trigger ...
+    upper_bound, init, trigger, x_end (the relaxed point where the loop stopped) ...
 
     ``init``: ``"uniform"`` (default, the predecessor's (k/n)1), ``"peel"`` (greedy
     peeling's k-set), a vector in [0, 1]^n summing to k, k distinct node *indices*

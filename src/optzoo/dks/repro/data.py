@@ -14,9 +14,14 @@ from optzoo._core.graph import Graph, read_graph
 from optzoo._core.rng import derive_seed
 from optzoo.repro.data import find_data_file
 
-__all__ = ["FACEBOOK", "facebook", "large_graph", "named_graph", "planted_graph"]
+__all__ = ["FACEBOOK", "LANDSCAPE_TAG", "facebook", "large_graph", "named_graph", "planted_graph",
+           "planted_near_clique", "regular_graph"]
 
 FACEBOOK = "ego-facebook.txt"
+#: The seed tag of the landscape families (issue 37): graphs drawn under it were never seen
+#: when the SE-FW escape trigger was redesigned (after quick seed 2's planted G(150, p)), so
+#: the verdicts on them are on fresh instances at every seed, seed 2 included.
+LANDSCAPE_TAG = "landscape-2026-12"
 
 
 def _unweighted(g) -> Graph:
@@ -111,3 +116,36 @@ def facebook(seed: int) -> tuple[Graph, bool]:
 
     g = nx.powerlaw_cluster_graph(4039, 22, 0.5, seed=derive_seed(0, "facebook-fallback"))
     return _unweighted(g), True
+
+
+def regular_graph(n: int, d: int, seed: int) -> Graph:
+    """A random d-regular graph (ours, issue 37): every node has the same degree, so the
+    uniform start (k/n)1 is a non-integral stationary point (all gradients equal) and a saddle
+    is met at the start of every run; drawn under :data:`LANDSCAPE_TAG`."""
+    import networkx as nx
+
+    return read_graph(nx.random_regular_graph(d, n, seed=derive_seed(seed, LANDSCAPE_TAG, "regular", n, d)))
+
+
+def planted_near_clique(n: int, k0: int, seed: int, *, max_weight: int = 1,
+                        density: float = 0.8) -> Graph:
+    """G(n, 6/n) plus a planted block of ``k0`` nodes with edge probability ``density`` (ours,
+    issue 37), drawn under :data:`LANDSCAPE_TAG`. Used with k < k0: for lam below the block's
+    weighted density, spreading x over the block beats every k-subset (the relaxation is not
+    tight), so a control without loading can show it. ``max_weight`` > 1: every edge gets an
+    integer weight drawn uniformly from 1..max_weight (a weighted graph; tightness then needs
+    lam >= max w, our inference)."""
+    import networkx as nx
+
+    s = derive_seed(seed, LANDSCAPE_TAG, "planted", n, k0, max_weight)
+    rng = np.random.default_rng(s)
+    g = nx.gnp_random_graph(n, 6.0 / n, seed=s)
+    members = rng.choice(n, size=k0, replace=False)
+    iu = np.triu_indices(k0, 1)
+    keep = rng.random(iu[0].size) < density
+    g.add_edges_from(zip(members[iu[0][keep]].tolist(), members[iu[1][keep]].tolist(), strict=True))
+    if max_weight > 1:
+        for u, v in sorted(g.edges()):
+            g[u][v]["weight"] = float(rng.integers(1, max_weight + 1))
+        return read_graph(g)
+    return _unweighted(g)

@@ -13,6 +13,11 @@ algorithms produced, so a wrong theory or a wrong implementation shows up as a f
   two-sided feasible pair direction e_i - e_j among the fractional coordinates.
 * :func:`local_max_probe`: at an integral output 1_S, f(x + t(e_j - e_i)) - f(x) for small
   t > 0 on the swaps most likely to gain (the smallest gradients inside, largest outside).
+* :func:`integral_local_max`: whether a run's end point is an integral local maximiser of f
+  (binary, FW-stationary, and no tied swap along which f rises to second order), from the
+  gradient at the end point; the same test for every arm, whatever its stopping rule.
+* :func:`excess_over_binary`: f at a point minus f at the best k-subgraph (a MIP's proven
+  optimum, or its upper bound): positive means the relaxation is not tight there.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from optzoo._core.rng import derive_seed
 from optzoo.dks.frank_wolfe import NumpyOps, fw_core
 from optzoo.dks.relaxation import gradient, lipschitz, objective, pairwise_round
 
-__all__ = ["kn_sharpness", "local_max_probe", "saddle_curvature", "stationary_point",
-           "tightness_trials"]
+__all__ = ["excess_over_binary", "integral_local_max", "kn_sharpness", "local_max_probe",
+           "saddle_curvature", "stationary_point", "tightness_trials"]
 
 _TOL = 1e-9
 
@@ -146,3 +151,35 @@ def local_max_probe(adj, nodes: np.ndarray, lam: float, *, per_side: int = 10,
             y[j] += t
             worst = max(worst, (objective(adj, y, lam) - f0) / t)
     return {"swaps": int(ii.size * jj.size), "max_change": float(worst)}
+
+
+def integral_local_max(adj, x: np.ndarray, k: int, lam: float, *, tol: float = 1e-9) -> bool:
+    """True when ``x`` is binary with k ones and a local maximiser of f over C_{n,k}:
+    min_{i in S} g_i >= max_{j not in S} g_j (FW-stationary) and, for every tied pair (i in
+    S, j outside with g_i = g_j), the swap direction e_j - e_i has no second-order rise
+    (lam - A_ij <= 0). Evaluated from the gradient at ``x``, independently of the algorithm
+    that produced it (plain FW may stop at a tied vertex that is not a local maximiser)."""
+    x = np.asarray(x, dtype=np.float64)
+    if not (np.all((np.abs(x) <= tol) | (np.abs(x - 1.0) <= tol)) and abs(x.sum() - k) <= 1e-6):
+        return False
+    inside = x > 0.5
+    if inside.all():
+        return True
+    g = gradient(adj, np.round(x), lam)
+    lo, hi = float(g[inside].min()), float(g[~inside].max())
+    t = tol * (1.0 + abs(lo))
+    if hi < lo - t:
+        return True
+    if hi > lo + t:
+        return False  # not even stationary
+    ii = np.flatnonzero(inside)[g[inside] <= lo + t]
+    jj = np.flatnonzero(~inside)[g[~inside] >= hi - t]
+    sub = adj[ii][:, jj].toarray()
+    return bool((lam - sub <= t).all())
+
+
+def excess_over_binary(adj, x: np.ndarray, k: int, lam: float, opt_edges: float) -> float:
+    """f_lam(x) - (opt_edges + lam k / 2): f at ``x`` against f at a k-subgraph with
+    ``opt_edges`` edges (weight). With ``opt_edges`` the optimum (or an upper bound on it), a
+    positive value means no k-subgraph reaches f(x): the relaxation is not tight."""
+    return float(objective(adj, np.asarray(x, dtype=np.float64), lam) - (opt_edges + lam * k / 2.0))
