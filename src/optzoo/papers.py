@@ -90,6 +90,7 @@ PAPERS: tuple[Paper, ...] = (
                "effective_rank", "zo_entk_variance", "expected_relative_error", "jl_entry_bound",
                "jl_perturbations_needed", "gradient_error", "expected_gradient_cosine",
                "one_step_prediction"),
+          headline_claims=("error_vs_d", "output_size_not_d"),
           implemented=True),
     Paper(6, "talda", "TALDA: from Lyapunov analysis to algorithm design for two-sided PL minimax problems",
           "ICML 2026", None, None, "reconstructed", "only the abstract is public (TALDA-R is our reconstruction)",
