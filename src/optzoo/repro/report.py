@@ -159,14 +159,16 @@ def paper_summary(run: PaperRun) -> str:
     return f"{'; '.join(parts)} ({run.scale}, {seeds}, units at {prov})"
 
 
-def _control(v: Verdict) -> str:
-    """The control's verdict beside the claim's: what it removes and how it came out."""
+def _control(v: Verdict, removes: bool = True) -> str:
+    """The control's verdict beside the claim's: how it came out and (``removes``) what it
+    removes (the paper's section says that; the cross-paper table stays short)."""
     if v.kind != "claim" or not v.measured:
         return ""
     if v.control is None:
         return "no control"
     tail = " (so the claim cannot fail: not counted)" if v.status == "cannot fail" else ""
-    return f"{v.control.verdict}{tail}: {_interval(v.control)}; removes {v.control_removes}"
+    what = f"; removes {v.control_removes}" if removes else ""
+    return f"{v.control.verdict}{tail}: {_interval(v.control)}{what}"
 
 
 def _interval(v: Verdict) -> str:
@@ -228,7 +230,7 @@ def _table(runs: list[PaperRun], kind: str, with_paper: bool = True) -> list[str
             cells = ([run.slug] if with_paper else []) + [
                 v.claim, f"**{_shown(v)}**", _md(_interval(v)), _md(_undecided(v))]
             if kind == "claim":
-                cells.append(_md(_control(v)))
+                cells.append(_md(_control(v, removes=False)))
             rows.append("| " + " | ".join(cells) + " |")
     if not rows:
         return []
@@ -354,7 +356,7 @@ def _html_table(runs: list[PaperRun], kind: str) -> str:
         for v in run.of_kind(kind):
             rows.append(f"<tr><td>{e(run.slug)}</td><td>{e(v.claim)}</td><td class='v' style='color:"
                         f"{_colour(v)}'>{e(_shown(v))}</td><td>{e(_interval(v))}</td>"
-                        f"<td>{e(_undecided(v))}</td>" + (f"<td>{e(_control(v))}</td>" if ctl else "")
+                        f"<td>{e(_undecided(v))}</td>" + (f"<td>{e(_control(v, removes=False))}</td>" if ctl else "")
                         + "</tr>")
     if not rows:
         return ""
