@@ -163,3 +163,22 @@ def test_full_scale_block_is_its_own(tmp_path):
     assert (docs / "results" / "dks" / "quick.png").exists() and not (docs / "RESULTS.md").exists()
     with pytest.raises(ValueError, match="other than quick"):
         write_scale_docs([run], docs, "quick")
+
+
+def test_a_second_seed_set_at_quick_writes_its_own_block(tmp_path):
+    from dataclasses import replace
+
+    from optzoo.repro.report import docs_block, results_markers, write_scale_docs
+
+    assert docs_block("quick", 0) == "quick" and docs_block("full", 0) == "full"
+    assert docs_block("quick", 1000) == "quick-seeds-1000"
+    run = replace(_run(tmp_path), scale="quick", seeds=[1000, 1001, 1002, 1003, 1004])
+    docs = tmp_path / "docs"
+    (docs / "papers").mkdir(parents=True)
+    b, e = results_markers("quick-seeds-1000")
+    page = docs / "papers" / "dks.md"
+    page.write_text(f"# dks\n\n{RESULTS_BEGIN}\ndefault seeds\n{RESULTS_END}\n\n{b}\nold\n{e}\n")
+    assert write_scale_docs([run], docs, "quick-seeds-1000") == [page]
+    text = page.read_text()
+    assert "default seeds" in text and "\nold\n" not in text
+    assert "optzoo reproduce dks --seed-start 1000 --write-docs" in text.split(b)[1]

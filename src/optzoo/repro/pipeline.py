@@ -246,10 +246,11 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
         slugs = [s for s in slugs if s not in empty]
         if not runs:
             return
-    if scale != "quick":  # a full (or smoke) run is recorded in its own block of each docs page
-        pages = report.write_scale_docs(runs, docs_dir, scale)
-        begin, _ = report.results_markers(scale)
-        console.log(f"wrote the {scale} Results block of {len(pages)} docs page(s)"
+    block = report.docs_block(scale, min(r.seeds[0] for r in runs))
+    if block != "quick":  # a full (or smoke) run, or a second seed set, has its own block
+        pages = report.write_scale_docs(runs, docs_dir, block)
+        begin, _ = report.results_markers(block)
+        console.log(f"wrote the {block} Results block of {len(pages)} docs page(s)"
                     + ("" if pages else f" (a page needs the markers {begin} ... to get one)"))
         return
     # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,

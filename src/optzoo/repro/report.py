@@ -574,9 +574,17 @@ def merge_results_markdown(old: str, new: str, order: list[str] | None = None) -
     return "\n".join(out) + "\n"
 
 
+def docs_block(scale: str, first_seed: int) -> str:
+    """The name of the docs block a run writes: its scale, or ``quick-seeds-S`` for a quick run
+    on seeds starting at ``S`` > 0 (a second seed set, which never replaces quick's own block,
+    docs/RESULTS.md or the README)."""
+    return f"{scale}-seeds-{first_seed}" if scale == "quick" and first_seed > 0 else scale
+
+
 def results_markers(scale: str = "quick") -> tuple[str, str]:
     """The markers of a docs page's generated Results block: quick's are :data:`RESULTS_BEGIN`
-    and :data:`RESULTS_END`; a block for another scale (a full run, recorded once) has its own."""
+    and :data:`RESULTS_END`; a block for another scale (a full run, recorded once) or a second
+    seed set (:func:`docs_block`) has its own."""
     if scale == "quick":
         return RESULTS_BEGIN, RESULTS_END
     return f"<!-- optzoo:results:{scale}:begin -->", f"<!-- optzoo:results:{scale}:end -->"
@@ -632,7 +640,10 @@ def update_paper_docs(page: Path, run: PaperRun, *, scale: str = "quick") -> boo
         return f"../{_figure_dir(run.slug, scale)}/{Path(fig).name}"
 
     written = "`optzoo reproduce --write-docs` (or `optzoo report --write-docs`)"
-    if scale != "quick":
+    if scale.startswith("quick-seeds-"):  # a second seed set at quick, in its own block
+        written = (f"`optzoo reproduce {run.slug} --seed-start {scale.rsplit('-', 1)[1]} --write-docs` "
+                   "(or `optzoo report`)")
+    elif scale != "quick":
         written = f"`optzoo reproduce {run.slug} --scale {scale} --write-docs` (or `optzoo report`)"
     body = ["", f"_Written by {written}; do not edit by hand._", "",
             *_paper_lines(run, link, heading="###" if scale == "quick" else "####"), ""]
