@@ -274,7 +274,9 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
     if kept:
         notes.append(f"Papers with no units in `{out}` ({', '.join(kept)}) are kept as the "
                      "previous docs/RESULTS.md had them (their own runs; each summary line "
-                     "gives its seeds and the commit of its units).")
+                     "gives its seeds and the commit of its units). A summary line without "
+                     "\"headline:\" was judged before claims had controls, when a reproduced "
+                     "claim counted without one; rejudged today it would not count.")
     doc_meta = dict(meta, note=" ".join(notes))
     path = report.write_results_doc(doc_runs, docs_dir, doc_meta, order=sorted(order, key=order.get))
     console.log(f"wrote {path} and the Results blocks of docs/papers ({len(doc_runs)} papers)")

@@ -149,11 +149,15 @@ def _only_at(verdicts: list[Verdict]) -> str:
 def paper_summary(run: PaperRun) -> str:
     """One line per paper: claims, findings, checks, seeds and the commit of its units."""
     parts = [verdict_counts(run)]
-    findings, checks = run.of_kind("finding"), run.of_kind("check")
-    if findings:
-        parts.append(f"our findings: {_counts(findings, ('reproduced', 'not reproduced', 'inconclusive'))}")
-    if checks:
-        parts.append(f"checks: {_counts(checks, ('passed', 'failed', 'inconclusive'))}")
+    for kind, label, words in (("finding", "our findings", ("reproduced", "not reproduced", "inconclusive")),
+                               ("check", "checks", ("passed", "failed", "inconclusive"))):
+        vs = run.of_kind(kind)
+        measured = [v for v in vs if v.measured]
+        if vs:
+            text = _counts(measured, words) if measured else "none measured"
+            if len(measured) < len(vs):
+                text += f" ({len(vs) - len(measured)} measured only at {_only_at([v for v in vs if not v.measured])})"
+            parts.append(f"{label}: {text}")
     seeds = f"seeds {run.seeds[0]}-{run.seeds[-1]}" if run.seeds else "no seeds"
     prov = ", ".join(run.provenance) or "unknown"
     return f"{'; '.join(parts)} ({run.scale}, {seeds}, units at {prov})"
