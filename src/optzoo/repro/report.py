@@ -393,8 +393,8 @@ def _overview(runs: list[PaperRun]) -> str:
             cells.append(f"<a class='{cls}' href='#{e(run.slug)}' title='{e(tip)}' "
                          f"style='background:{_CELL[v.status]}'>{e(ctl)}</a>")
         small = "".join(
-            f"<a class='c s' href='#{e(run.slug)}' title='{e(v.claim)} ({v.kind}): {e(v.verdict)}' "
-            f"style='background:{_CELL[v.verdict]}'></a>" for v in run.verdicts if v.kind != "claim")
+            f"<a class='c s' href='#{e(run.slug)}' title='{e(v.claim)} ({v.kind}): {e(_shown(v))}' "
+            f"style='background:{_CELL[v.status]}'></a>" for v in run.verdicts if v.kind != "claim")
         if run.judge_error:
             cells = ["<span class='err'>judge failed</span>"]
         rows.append(f"<tr><td><a href='#{e(run.slug)}'>{e(run.slug)}</a></td><td>{''.join(cells)}</td>"
