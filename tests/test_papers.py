@@ -47,6 +47,8 @@ def test_implemented_paper_is_complete(paper):
 
         check_claims(repro.CLAIMS)
     ids = {c.id: c.kind for c in repro.CLAIMS}
+    if hasattr(repro, "HEADLINE"):  # a room that also names them must agree with the table
+        assert tuple(repro.HEADLINE) == tuple(paper.headline_claims)
     for h in paper.headline_claims:
         assert ids.get(h) == "claim", f"headline claim {h!r} must be a claim of kind 'claim' in CLAIMS"
     assert list((ROOT / "tests" / paper.slug).glob("test_*.py")), "tests/<slug>/ has tests"

@@ -99,7 +99,7 @@ PAPERS: tuple[Paper, ...] = (
           api=("TwoSidedPL", "certified_rate", "lyapunov_terms", "agda_theory_rate", "talda_update",
                "talda_solve", "minimax_solve", "theory_steps", "MINIMAX_METHODS", "TALDA", "GDA",
                "AGDA", "ExtraGradient", "OptimisticGDA", "NotConvergedWarning"),
-          headline_claims=("linear", "weak_coupling_tuned"),
+          headline_claims=("linear", "coupling", "weak_coupling_vs_gda"),
           implemented=True),
     Paper(7, "dpc4", "DP-C4: eliminating solution bias in differentially private optimization",
           "ICML 2026", None, None, "reconstructed", "update rule reconstructed; privacy accounting exact",

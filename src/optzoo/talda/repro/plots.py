@@ -1,4 +1,4 @@
-"""Figures of the TALDA-R reproduction."""
+"""Figures of the TALDA-R reproduction, drawn from its records."""
 
 from __future__ import annotations
 
@@ -6,83 +6,82 @@ from pathlib import Path
 
 import numpy as np
 
+from optzoo.repro.evidence import Record
 from optzoo.repro.figures import new_figure, save_figure
 
 __all__ = ["draw"]
 
+_ARMS = ("talda", "talda_nocorr", "talda_blind", "talda_tuned", "talda_nocorr_tuned", "gda_tuned",
+         "agda_tuned", "eg_tuned", "ogda_tuned")
 
-def _median(ss, get):
-    return float(np.median(np.concatenate([np.asarray(get(s), dtype=float) for s in ss])))
+
+def _collect(per_seed, metric: str) -> dict:
+    """(family, eps) -> arm -> values over (seed, init)."""
+    out: dict = {}
+    for seed in per_seed:
+        for r in seed:
+            r = r if isinstance(r, Record) else Record(**r)
+            if r.metric == metric and r.instance.startswith("i") and ":" in r.part \
+                    and not r.part.startswith("trace"):
+                fam, eps = r.part.split(":")
+                out.setdefault((fam, float(eps)), {}).setdefault(r.arm, []).append(r.value)
+    return out
 
 
-def draw(per_seed: list[dict], outdir: Path) -> list[Path]:
+def draw(per_seed, outdir: Path) -> list[Path]:
     outdir = Path(outdir)
-    allset = [s for r in per_seed for s in r["settings"]]
     paths = []
+    calls = _collect(per_seed, "calls")
 
-    # 1. gradient calls vs coupling, per method (P2 and P3); unconverged runs are inf (off the plot)
-    fig, axes = new_figure(1, 2, figsize=(10, 4))
+    # 1. median gradient calls vs coupling, every arm (P3 and P2)
+    fig, axes = new_figure(1, 2, figsize=(11, 4))
     for ax, fam in zip(axes, ("P3", "P2"), strict=True):
-        by: dict = {}
-        for s in allset:
-            if s["family"] == fam:
-                by.setdefault(s["param"], []).append(s)
-        if not by:
+        eps = sorted(e for f, e in calls if f == fam)
+        if not eps:
             ax.set_visible(False)
             continue
-        eps = sorted(by)
         xs = [max(e, 3e-3) for e in eps]  # eps = 0 drawn at the left edge of the log axis
-        series = {"TALDA-R theory": lambda s: s["talda"]["calls"]}
-        for m in by[eps[0]][0]["tuned"]:
-            series[f"{m} tuned"] = lambda s, m=m: s["tuned"][m]["calls"]
-        for label, get in series.items():
-            ax.plot(xs, [_median(by[e], get) for e in eps], "o-", label=label)
+        for arm in _ARMS:
+            ys = [np.nanmedian(calls[(fam, e)][arm]) if arm in calls[(fam, e)] else np.nan for e in eps]
+            if np.isfinite(ys).any():
+                ax.plot(xs, ys, "o-" if "talda" in arm else "s--", label=arm)
         ax.set(xscale="log", yscale="log", xlabel="coupling eps (eps = 0 drawn at 3e-3)",
-               ylabel="gradient calls to |grad f| <= 1e-8 (median)", title=fam)
-        ax.legend(fontsize=7)
+               ylabel="gradient calls to |grad f| <= 1e-8 (median, censored at budget)", title=fam)
+        ax.legend(fontsize=6)
     paths.append(save_figure(fig, outdir / "calls_vs_coupling.png", dpi=90))
 
-    # 2. measured vs certified rates, and AGDA-theory's progress at TALDA-R's call count
+    # 2. measured rate per gradient call vs coupling: TALDA-R, its coupling-blind design, no correction
+    rates = _collect(per_seed, "rate")
     fig, axes = new_figure(1, 2, figsize=(10, 4))
-    ax = axes[0]
-    for fam, mk in (("P1", "s"), ("P2", "o"), ("P3", "^"), ("P4", "D")):
-        ss = [s for s in allset if s["family"] == fam]
-        if ss:
-            meas = [-np.nanmedian(s["talda"]["slope"]) for s in ss]
-            cert = [s["certified_rate"] / 2 for s in ss]  # |grad f| ~ sqrt(P): half P's log-rate
-            ax.loglog(cert, meas, mk, label=fam)
-    lim = ax.get_xlim()
-    ax.plot(lim, lim, "k--", lw=0.8, label="measured = certified")
-    ax.set(xlabel="certified log-rate of |grad f| (r/2)", ylabel="measured log-rate (median)")
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    keys = sorted({(s["family"], s["param"]) for s in allset})
-    vals = [_median([s for s in allset if (s["family"], s["param"]) == k],
-                    lambda s: s["agda_theory"]["grad_norm_at_talda_calls"]) for k in keys]
-    ax.bar(range(len(keys)), vals)
-    ax.axhline(1e-8, color="r", ls="--", lw=0.8, label="tol (TALDA-R reached it)")
-    ax.set_xticks(range(len(keys)), [f"{f}:{p:g}" for f, p in keys], rotation=60, fontsize=7)
-    ax.set(yscale="log", ylabel="AGDA-theory |grad f| at TALDA-R's calls (median)")
-    ax.legend(fontsize=7)
-    paths.append(save_figure(fig, outdir / "rates_and_agda_theory.png", dpi=90))
+    for ax, fam in zip(axes, ("P3", "P2"), strict=True):
+        eps = sorted(e for f, e in rates if f == fam)
+        if not eps:
+            ax.set_visible(False)
+            continue
+        xs = [max(e, 3e-3) for e in eps]
+        for arm in ("talda", "talda_blind", "talda_nocorr"):
+            ys = [np.nanmedian(rates[(fam, e)][arm]) if arm in rates[(fam, e)] else np.nan for e in eps]
+            if np.isfinite(ys).any():
+                ax.plot(xs, ys, "o-", label=arm)
+        ax.set(xscale="log", yscale="log", xlabel="coupling eps", ylabel="measured rate per call (median)",
+               title=fam)
+        ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "rate_vs_coupling.png", dpi=90))
 
-    # 3. S, W, P traces and 4. x-step scale and tracking ratio, first seed's P1 (or first setting)
-    first = per_seed[0]["settings"]
-    s = next((t for t in first if t["family"] == "P1"), first[0])
-    tr = s["trace"]
-    fig, ax = new_figure(figsize=(5, 4))
-    for k in ("W", "S", "P"):
-        ax.semilogy(tr[k]["k"], np.maximum(tr[k]["v"], 1e-300), label=k)
-    ax.set(xlabel="iteration", title=f"{s['name']}: surrogate S, upper model W, exact P")
-    ax.legend()
-    paths.append(save_figure(fig, outdir / "lyapunov_traces.png", dpi=90))
-
-    fig, ax = new_figure(figsize=(5, 4))
-    ax.plot(tr["eta"]["k"], tr["eta"]["v"], label="x-step x M = [1 - K rho]_+")
-    ax2 = ax.twinx()
-    ax2.semilogy(tr["rho"]["k"], tr["rho"]["v"], "C1", label="rho = |g_y| / |g_x|")
-    ax.set(xlabel="iteration", ylabel="eta M", title=s["name"])
-    ax2.set_ylabel("rho")
-    fig.legend(fontsize=7, loc="upper right")
-    paths.append(save_figure(fig, outdir / "step_and_tracking.png", dpi=90))
+    # 3. S, W, exact P and |grad f| along the first seed's traced run
+    tr: dict = {}
+    for r in per_seed[0]:
+        r = r if isinstance(r, Record) else Record(**r)
+        if r.part.startswith("trace:"):
+            tr.setdefault(r.metric, []).append((r.x, r.value))
+    if tr:
+        fig, ax = new_figure(figsize=(5, 4))
+        for key in ("trace_W", "trace_S", "trace_P", "trace_grad_norm"):
+            if key in tr:
+                k, v = zip(*sorted(tr[key]), strict=True)
+                ax.semilogy(k, np.maximum(v, 1e-300), label=key[6:])
+        part = next(r.part for r in per_seed[0] if isinstance(r, Record) and r.part.startswith("trace:"))
+        ax.set(xlabel="iteration", title=f"{part[6:]}: surrogate S, upper model W, exact P")
+        ax.legend()
+        paths.append(save_figure(fig, outdir / "lyapunov_traces.png", dpi=90))
     return paths
