@@ -131,7 +131,7 @@ PAPERS: tuple[Paper, ...] = (
                "impulse_response", "worst_case_drift_gain", "adversarial_drift", "kalman_floor",
                "tuned_mse", "momentum_advantage", "regime_boundary", "curvature_spectrum",
                "recommend"),
-          headline_claims=("headline",),
+          headline_claims=("minimax_drift",),
           implemented=True),
     Paper(10, "safe_kl", "Improved stochastic optimization of LogSumExp (Safe KL)",
           "ICML 2026", "2509.24894", "egorgladin/logsumexp-approx", "official-code", "",

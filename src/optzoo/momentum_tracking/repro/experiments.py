@@ -39,19 +39,39 @@ class Config:
     c4_drift: float = 0.01
     nn_steps: int = 2000
     nn_lrs: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
+    phase: bool = False  # the theory phase diagram over (kappa, q/s^2) (figure only; full)
+    # the headline's minimax instances (see .minimax): classes kappa, budget G, noise levels
+    mm_kappas: tuple[float, ...] = (1.0, 10.0, 100.0)
+    mm_budget: float = 1.0
+    mm_noise_drift: float = 0.01
+    mm_noise_noise: float = 100.0
+    mm_lr_min: float = 0.01
+    mm_lr_max: float = 4.0
+    mm_lr_points: int = 30
+    mm_c_points: int = 7
+    mm_steps: int = 20_000
 
+
+# quick's seed count, from pilot seeds 90000-90001 (headline arms only, quick budgets) by a rule
+# fixed before reading them: the smallest n >= 5 at which every part of the headline and of its
+# control is decided the way its pilot estimate points with power >= 0.8 (noncentral t, the
+# judging rule's, Bonferroni over 3 parts), capped at the former 8. Pilot: log ratios 0.487,
+# -1.445, -3.796 (sd < 2e-6) and controls -0.062, -0.025, -0.003 (sd <= 6e-4): n = 5.
+QUICK_SEEDS = 5
 
 SCALES = {
-    "smoke": Config(d=4, steps=2000, inner_seeds=4, betas=(0.9,), forms=("torch", "nesterov"), seeds=2,
+    "smoke": Config(d=4, steps=2000, inner_seeds=4, betas=(0.5, 0.9), forms=("torch", "nesterov"), seeds=2,
                     c1_steps=2000, c2_betas=3, c2_steps=3000, c4_kappas=(1.0, 100.0), c4_ratios=(1e-2, 1.0),
-                    nn_steps=200, nn_lrs=(0.03, 0.1)),
+                    nn_steps=200, nn_lrs=(0.03, 0.1), mm_kappas=(1.0,), mm_lr_points=20, mm_c_points=3,
+                    mm_steps=2000),
     "quick": Config(d=20, steps=20_000, inner_seeds=16, betas=(0.5, 0.8, 0.9, 0.95, 0.99),
-                    forms=("torch", "ema", "nesterov"), seeds=8, nn_steps=4000,
+                    forms=("torch", "ema", "nesterov"), seeds=QUICK_SEEDS, nn_steps=4000, mm_steps=5000,
                     c4_kappas=(1.0, 10.0, 100.0), c4_ratios=tuple(np.logspace(-4, 1, 6).tolist())),
     "full": Config(d=20, steps=200_000, inner_seeds=64, betas=(0.5, 0.8, 0.9, 0.95, 0.99),
                    forms=("torch", "ema", "nesterov"), seeds=20, c1_steps=200_000, c2_betas=10, c2_steps=8000,
                    c4_kappas=tuple(np.logspace(0, 3, 10).tolist()), c4_ratios=tuple(np.logspace(-5, 2, 15).tolist()),
-                   nn_steps=10_000),
+                   nn_steps=10_000, phase=True, mm_kappas=(1.0, 10.0, 100.0, 1000.0), mm_lr_points=80,
+                   mm_c_points=17, mm_steps=100_000),
 }
 
 _SPECTRA = ("two", "geometric", "linear")
@@ -192,6 +212,8 @@ def conditioning(cfg: Config, seed: int) -> dict:
 
     measured = {}
     for name, (kappa, kind) in CASES.items():
+        if kappa == 1.0:  # kappa = 1 random walks: SGD is the Kalman filter (sgd_wins_drift)
+            continue
         mu = curvature_spectrum(kappa, cfg.d, kind=kind)
         labels, lrs, moms, fs, th = _tuned_grid(mu, cfg.c4_drift, 0.0, cfg.forms, cfg.betas)
         k = 1 + int(np.argmin(th[1:]))
@@ -203,7 +225,7 @@ def conditioning(cfg: Config, seed: int) -> dict:
         measured[name] = {"sgd": float(m[0]), "momentum": float(m[1]), "best": labels[k],
                           "theory_sgd": th[0], "theory_momentum": th[k], "log_ratio": _log_ratio(m[1], m[0])}
     phase = {}  # deterministic theory map; recomputed in every unit so each is self-contained
-    for kind in _SPECTRA:
+    for kind in _SPECTRA if cfg.phase else ():
         pd = regime_boundary(cfg.c4_kappas, cfg.c4_ratios, momenta=cfg.betas, form="torch", spectrum=kind,
                              d=2 if kind == "two" else cfg.d, noise_var=cfg.noise_var)
         phase[kind] = {"ratio": pd.ratio.tolist(), "best_momentum": pd.best_momentum.tolist(),

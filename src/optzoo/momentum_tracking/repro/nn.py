@@ -11,6 +11,7 @@ prequential loss (the loss on each new batch before the update), second half of 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -93,15 +94,29 @@ def run_nn(cfg, seed: int) -> dict:
     half = slice(steps // 2, steps)
     xt, yt = _stream(seed, "tune", steps, teacher, turns)
     grid = [(lr * (1 - b), b) for b in _BETAS for lr in lrs]
-    tune = _train(grid, xt, yt, derive_seed(seed, "nn", "init-tune"))[half].mean(0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        tune = _train(grid, xt, yt, derive_seed(seed, "nn", "init-tune"))[half].mean(0)
     tune = np.where(np.isfinite(tune), tune, np.inf).reshape(len(_BETAS), len(lrs))
     chosen = [lrs[int(np.argmin(row))] for row in tune]
     xe, ye = _stream(seed, "eval", steps, teacher, turns)
     ev = _train([(lr * (1 - b), b) for lr, b in zip(chosen, _BETAS, strict=True)], xe, ye, derive_seed(seed, "nn", "init"))
-    loss = ev[half].mean(0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        loss = ev[half].mean(0)
+    # a diverged network (non-finite loss, or one that blew up past 1e6 x the initial loss) is
+    # recorded as diverged: its loss becomes NaN, its status says why, and a warning names it
+    start = float(np.nanmean(ev[: max(1, steps // 100)]))
+    status = []
+    for i, b in enumerate(_BETAS):
+        bad = not np.isfinite(ev[:, i]).all() or not np.isfinite(loss[i]) or loss[i] > 1e6 * max(start, 1e-12)
+        status.append("diverged" if bad else "ok")
+        if bad:
+            loss[i] = float("nan")
+            warnings.warn(f"momentum_tracking nn_illustration: arm beta={b:g} (lr_eff={chosen[i]:g}) diverged "
+                          f"on seed {seed}; its prequential loss is recorded as NaN", RuntimeWarning, stacklevel=2)
     k = max(1, steps // 100)
     trace = ev[: steps - steps % k].reshape(-1, k, len(_BETAS)).mean(1)
     return {"betas": list(_BETAS), "lr_eff_grid": list(lrs), "chosen_lr_eff": chosen, "loss": loss.tolist(),
+            "status": status,
             "tune_loss": tune.tolist(),
             "log_ratio_vs_sgd": {f"{b:g}": float(np.log(loss[i]) - np.log(loss[0])) for i, b in enumerate(_BETAS) if b > 0},
             "trace": trace.tolist(), "trace_every": k}

@@ -1,4 +1,4 @@
-"""Figures of the momentum_tracking reproduction."""
+"""Figures of the momentum_tracking reproduction (from records)."""
 
 from __future__ import annotations
 
@@ -6,42 +6,48 @@ from pathlib import Path
 
 import numpy as np
 
+from optzoo.repro.evidence import group
 from optzoo.repro.figures import new_figure, save_figure
 
 __all__ = ["make_figures"]
 
 
-def make_figures(per_seed: list[dict], outdir: Path) -> list[Path]:
+def _values(per_seed, metric, arm, part=None):
+    return [[r for r in seed if r.metric == metric and r.arm == arm and (part is None or r.part == part)]
+            for seed in per_seed]
+
+
+def make_figures(per_seed, outdir: Path) -> list[Path]:
     outdir = Path(outdir)
     paths = []
-    many = len(per_seed) > 1
 
-    # 1: decomposition, measured vs exact per part, and the error trace
-    r = per_seed[0]["decomposition"]
-    fig, axes = new_figure(1, 2, figsize=(10, 3.8))
-    for part in ("noise", "drift", "full"):
-        ex = [r["exact"][s][part] for s in r["settings"]]
-        me = np.array([[ps["decomposition"]["measured"][s][part] for s in r["settings"]] for ps in per_seed])
-        axes[0].errorbar(ex, me.mean(0), yerr=me.std(0) if many else None, fmt="o", label=part)
-    lim = axes[0].get_xlim()
-    axes[0].plot(lim, lim, "k--", lw=0.8)
-    axes[0].set(xscale="log", yscale="log", xlabel="exact window MSE", ylabel="measured", title="decomposition")
-    axes[0].legend()
-    for s, m, e in zip(r["settings"], r["trace_measured"], r["trace_exact"], strict=True):
-        line, = axes[1].plot(r["trace_times"], m, label=s)
-        axes[1].plot(r["trace_times"], e, "--", color=line.get_color(), lw=0.8)
-    axes[1].set(xscale="log", yscale="log", xlabel="t", ylabel="E||e_t||^2", title="measured (solid) vs exact (dashed)")
-    axes[1].legend(fontsize=7)
-    paths.append(save_figure(fig, outdir / "decomposition.png", dpi=90))
+    # 1: the headline: log worst-case risk ratio per kappa, drift-dominated vs its control
+    fig, ax = new_figure(figsize=(5.2, 3.8))
+    risk = group(per_seed, "metric", "arm", "part")
+    parts = sorted({k[2] for k in risk if k[0] == "worst_risk"}, key=lambda p: float(p.split("=")[1]))
+    for j, (m, s, label) in enumerate((("momentum", "sgd", "drift-dominated (claim)"),
+                                       ("momentum_noise_dominated", "sgd_noise_dominated",
+                                        "noise-dominated (control)"))):
+        ys = []
+        for p in parts:
+            a = [r.value for seed in risk.get(("worst_risk", m, p), []) for r in seed]
+            b = [r.value for seed in risk.get(("worst_risk", s, p), []) for r in seed]
+            ys.append(float(np.mean(np.log(np.asarray(a) / np.asarray(b)))) if a and b else np.nan)
+        ax.bar(np.arange(len(parts)) + 0.4 * j - 0.2, ys, width=0.4, label=label)
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(range(len(parts)), parts)
+    ax.set(ylabel="log(worst-case risk momentum / SGD)", title="minimax tracking risk (> 0: momentum worse)")
+    ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "minimax.png", dpi=90))
 
     # 2: amplification under worst-case drift, tuned heavy ball and Nesterov against SGD
     fig, ax = new_figure(figsize=(5, 3.8))
-    for i, ps in enumerate(per_seed):
-        a = ps["amplification"]
-        x = 1 / (1 - np.array(a["betas"]))
-        ax.plot(x, a["gain2"]["hb_drawn"], "o", ms=4, color="C0", label="heavy ball" if i == 0 else None)
-        ax.plot(x, a["gain2"]["nag_drawn"], "s", ms=3, mfc="none", color="gray", label="Nesterov" if i == 0 else None)
-    ax.axhline(per_seed[0]["amplification"]["gain2_sgd"], color="r", lw=0.8, label="SGD")
+    for arm, style, label in (("hb", "o", "heavy ball"), ("nag", "s", "Nesterov")):
+        recs = [r for seed in _values(per_seed, "gain2", arm) for r in seed]
+        ax.plot([r.x for r in recs], [r.value for r in recs], style, ms=4, label=label)
+    sgd = [r.value for seed in _values(per_seed, "gain2_sgd", "sgd") for r in seed]
+    if sgd:
+        ax.axhline(sgd[0], color="r", lw=0.8, label="SGD")
     xs = np.linspace(10, 100, 50)
     ax.plot(xs, 1.6 * xs**2, "k--", lw=0.8, label="1.6 (1-beta)^-2")
     ax.set(xscale="log", yscale="log", xlabel="1/(1-beta)", ylabel="tuned worst-case error^2 / Delta^2",
@@ -49,38 +55,26 @@ def make_figures(per_seed: list[dict], outdir: Path) -> list[Path]:
     ax.legend(fontsize=7)
     paths.append(save_figure(fig, outdir / "amplification.png", dpi=90))
 
-    # 3: tuned MSE per method vs Kalman floor
-    c = per_seed[0]["sgd_wins_drift"]
-    mse = np.array([ps["sgd_wins_drift"]["mse"] for ps in per_seed])
-    fig, ax = new_figure(figsize=(max(6, 0.45 * len(c["labels"])), 3.8))
-    ax.bar(range(len(c["labels"])), mse.mean(0), yerr=mse.std(0) if many else None)
-    ax.plot(range(len(c["labels"])), c["theory_mse"], "k_", ms=14, label="exact")
-    ax.axhline(c["kalman_floor"], color="r", ls="--", label="Kalman floor")
-    ax.set_xticks(range(len(c["labels"])), c["labels"], rotation=60, fontsize=7)
-    ax.set(ylabel="steady MSE (tuned lr)", title="kappa = 1, drift-dominated")
-    ax.legend()
-    paths.append(save_figure(fig, outdir / "tuned_vs_floor.png", dpi=90))
+    # 3: decomposition trace, measured (solid) vs exact (dashed), first seed
+    fig, ax = new_figure(figsize=(5.4, 3.8))
+    tr = group(per_seed[:1], "metric", "arm", "part")
+    for p in sorted({k[2] for k in tr if k[0] == "trace"}):
+        m = sorted(tr[("trace", "measured", p)][0], key=lambda r: r.x)
+        e = sorted(tr[("trace", "exact", p)][0], key=lambda r: r.x)
+        line, = ax.plot([r.x for r in m], [r.value for r in m], label=p)
+        ax.plot([r.x for r in e], [r.value for r in e], "--", color=line.get_color(), lw=0.8)
+    ax.set(xscale="log", yscale="log", xlabel="t", ylabel="E||e_t||^2", title="measured (solid) vs exact (dashed)")
+    ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "decomposition.png", dpi=90))
 
-    # 4: phase diagrams
-    b = per_seed[0]["boundary"]
-    fig, axes = new_figure(1, len(b["phase"]), figsize=(4 * len(b["phase"]), 3.6))
-    for ax, (kind, ph) in zip(np.atleast_1d(axes), b["phase"].items(), strict=True):
-        z = np.log10(np.array(ph["ratio"]))
-        m = max(abs(z).max(), 1e-3)
-        im = ax.imshow(z, origin="lower", cmap="coolwarm", vmin=-m, vmax=m, aspect="auto")
-        ax.set_xticks(range(len(b["ratios"])), [f"{v:.0e}" for v in b["ratios"]], rotation=45, fontsize=7)
-        ax.set_yticks(range(len(b["kappas"])), [f"{v:.3g}" for v in b["kappas"]])
-        ax.set(xlabel="q / s^2", ylabel="kappa", title=f"{kind}: log10(best HB / SGD)")
-        fig.colorbar(im, ax=ax)
-    paths.append(save_figure(fig, outdir / "phase_diagram.png", dpi=90))
-
-    # 5: NN illustration
-    nn = per_seed[0]["nn_illustration"]
+    # 4: NN illustration, prequential loss trace of the first seed (a diverged arm shows as a gap)
     fig, ax = new_figure(figsize=(5, 3.6))
-    tr = np.array(nn["trace"])
-    for i, beta in enumerate(nn["betas"]):
-        ax.plot(np.arange(tr.shape[0]) * nn["trace_every"], tr[:, i], label=f"beta={beta}")
-    ax.set(yscale="log", xlabel="step", ylabel="prequential loss", title="illustration: rotating teacher")
-    ax.legend()
+    nn = group(per_seed[:1], "metric", "part")
+    for p in sorted(k[1] for k in nn if k[0] == "preq_trace"):
+        recs = sorted(nn[("preq_trace", p)][0], key=lambda r: r.x)
+        ys = np.array([r.value for r in recs], dtype=float)
+        ax.plot([r.x for r in recs], np.where(np.isfinite(ys), ys, np.nan), label=p)
+    ax.set(yscale="log", xlabel="step", ylabel="prequential loss", title="MLP, rotating teacher (illustration)")
+    ax.legend(fontsize=7)
     paths.append(save_figure(fig, outdir / "nn_illustration.png", dpi=90))
     return paths
