@@ -190,14 +190,7 @@ def run(config: Config, seed: int, progress) -> list[Record]:
     for name, m in cond["measured"].items():
         out += [Record(name, "momentum", "rw", "mse_rw", m["momentum"]), Record(name, "sgd", "rw", "mse_rw", m["sgd"])]
     progress.advance()
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a 10-32-1 MLP: extra threads only spin on shared cores
-    try:
-        out += _nn_records(run_nn(config, seed), seed)
-    finally:
-        torch.set_num_threads(threads)
+    out += _nn_records(run_nn(config, seed), seed)
     progress.advance()
     # the minimax check: measured against exact worst-case risk, every arm
     by = {(r.part, r.arm, r.metric): r.value for r in out if r.metric in ("worst_risk", "theory_risk")}
