@@ -141,7 +141,7 @@ PAPERS: tuple[Paper, ...] = (
                "minibatch_logsumexp", "sumexp_loss", "kl_dro_loss", "f_rho", "kappa_rho",
                "safe_kl_divergence", "SafeLogSumExp", "KLDROLoss", "semidiscrete_eot",
                "semi_dual_objective", "semi_dual_plan"),
-          headline_claims=("less_bias", "stable"),
+          headline_claims=("sgd_gap", "stable_dro"),
           implemented=True),
     Paper(11, "dfl", "A solver-free training method for predict-then-optimize",
           "ICML 2026", "2606.19587", None, "reconstructed", "only the abstract is public",

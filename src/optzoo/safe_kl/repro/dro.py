@@ -125,5 +125,6 @@ def run_dro(cfg, seed: int, progress) -> dict:
                 out["methods"][f"{name}@lam={L:g}"] = {
                     "lr": float(runs[best][1]), "test_acc": float(acc_te[best]) if not failed[best] else float("nan"),
                     "val_acc": float(acc_va[best]), "dro_objective": obj if math.isfinite(obj) else None,
-                    "failed_runs": int(failed[ks].sum()), "n_runs": len(ks)}
+                    "failed_runs": int(failed[ks].sum()), "n_runs": len(ks),
+                    "failed_by_lr": [bool(failed[k]) for k in ks]}
     return out

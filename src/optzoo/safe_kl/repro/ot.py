@@ -97,7 +97,9 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     curve = [score(v) for _, v in ev.extra["trace"]]
     res["safe"] = {"lr": float(base * mults[li]), "gap": curve[-1][0], "cost_err": curve[-1][1],
                    "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
-                   "failed_runs": int(fails + (ev.status.value == "diverged"))}
+                   "failed_runs": int(fails + (ev.status.value == "diverged")),
+                   "finite_by_mult": [r.status.value != "diverged" and bool(np.isfinite(t))
+                                      for r, t in zip(tune_res, tune, strict=True)]}
     progress.advance()
 
     # POT averaged SGD on the semi-dual (one sample per iteration).
@@ -112,7 +114,8 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     res["pot_asgd"] = {"lr": float(base * mults[li]), "gap": curve[-1][0], "cost_err": curve[-1][1],
                        "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
                        "failed_runs": int(sum(not np.isfinite(t) for t in tune)
-                                          + (not np.isfinite(curve[-1][0])))}
+                                          + (not np.isfinite(curve[-1][0]))),
+                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune]}
     progress.advance()
 
     # POT minibatch dual SGD (Seguy et al.; exp of (u + v - c)/eps evaluated as is).
@@ -127,6 +130,7 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     res["pot_dual"] = {"lr": float(base * mults[li]), "gap": curve[-1][0], "cost_err": curve[-1][1],
                        "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
                        "failed_runs": int(sum(not np.isfinite(t) for t in tune)
-                                          + (not np.isfinite(curve[-1][0])))}
+                                          + (not np.isfinite(curve[-1][0]))),
+                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune]}
     progress.advance()
     return res

@@ -28,8 +28,9 @@ import torch
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+from optzoo._core.result import DIVERGENCE_GROWTH
 from optzoo._core.rng import np_rng
-from optzoo.safe_kl import minibatch_logsumexp, safe_kl_logsumexp, sumexp_loss
+from optzoo.safe_kl import minibatch_logsumexp, safe_alpha, safe_kl_logsumexp, sumexp_loss
 
 
 def load(name: str, seed: int):
@@ -112,47 +113,71 @@ def _method_losses(methods, s, A):
             out.append(minibatch_logsumexp(s[:, :, m], dim=-1))
         elif kind == "sumexp":
             out.append(sumexp_loss(s[:, :, m], A[:, :, m], dim=-1))
+        elif kind == "safe_batch_alpha":
+            # the control: the same softplus surrogate, but alpha solved on the batch itself
+            # (exact minibatch G_rho, envelope gradient): biased like minibatch-LSE, because
+            # the shared alpha that makes the safe loss an expectation is gone
+            # (alpha* from the library's ``safe_alpha``, no gradient: at alpha* the surrogate's
+            # gradient in the scores is the envelope gradient of the exact minibatch value)
+            a = safe_alpha(s[:, :, m], rho=rho, dim=-1, tol=1e-9, max_iter=60)
+            out.append(safe_kl_logsumexp(s[:, :, m], a, rho=rho, dim=-1))
         else:
             out.append(safe_kl_logsumexp(s[:, :, m], A[:, :, m], rho=rho, dim=-1))
     return torch.stack(out, -1)
 
 
 def sgd_runs(X, y, w0, *, methods, lrs, batch, epochs, orders_rng, progress=None):
-    """All (order, method, lr) runs at once. ``methods``: list of ("lse"|"sumexp"|"safe", rho).
+    """All (order, method, lr) runs at once. ``methods``: list of
+    ("lse"|"sumexp"|"safe"|"safe_batch_alpha", rho).
     Returns per-epoch true objective (R, M, L, epochs+1) and a failure mask (R, M, L)."""
     n, p = X.shape
     R, M, L = len(orders_rng), len(methods), len(lrs)
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     w0t = torch.as_tensor(w0)
-    Ws = [w0t.expand(R, M, p).clone().requires_grad_() for _ in lrs]
-    As = [torch.zeros(R, M, dtype=torch.float64, requires_grad=True) for _ in lrs]
-    opt = torch.optim.SGD([{"params": [w, a], "lr": float(lr)} for w, a, lr in zip(Ws, As, lrs, strict=True)],
-                          lr=float(lrs[0]), momentum=0.9, nesterov=True)
+    # one tensor for every (lr, order, method) run; SGD with Nesterov momentum 0.9 written out
+    # (torch.optim.SGD's update: buf = 0.9 buf + g; p -= lr (g + 0.9 buf)), lr per run
+    W = w0t.expand(L, R, M, p).clone().requires_grad_()
+    A = torch.zeros(L, R, M, dtype=torch.float64, requires_grad=True)
+    bW, bA = torch.zeros_like(W), torch.zeros_like(A)
+    lr_t = torch.as_tensor(np.asarray(lrs, float))[:, None, None]
     failed = torch.zeros(L, R, M, dtype=torch.bool)
     curve = np.empty((L, R, M, epochs + 1))
-    curve[..., 0] = true_objective(torch.stack(Ws).detach().numpy(), X, y)
+    curve[..., 0] = true_objective(W.detach().numpy(), X, y)
     nb = n // batch
     for ep in range(epochs):
         perms = np.stack([orders_rng[r].permutation(n)[: nb * batch] for r in range(R)])
         for j in range(nb):
             idx = torch.as_tensor(perms[:, j * batch:(j + 1) * batch])
             Xb, yb = Xt[idx], yt[idx]                                        # (R,B,p), (R,B)
-            W, A = torch.stack(Ws), torch.stack(As)
             s = (torch.einsum("lrmp,rbp->lrmb", W, Xb) - yb[None, :, None, :]) ** 2
             with torch.no_grad():
                 failed |= ~torch.isfinite(s).all(-1) | ~torch.isfinite(A)
             # a failed run is frozen: finite stand-ins keep the library's input checks satisfied
             s = torch.where(failed[..., None], 0.0, s)
-            A = torch.where(failed, 0.0, A)
-            loss = torch.where(failed, 0.0, _method_losses(methods, s, A)).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            Af = torch.where(failed, 0.0, A)
+            loss = torch.where(failed, 0.0, _method_losses(methods, s, Af)).sum()
+            gW, gA = torch.autograd.grad(loss, (W, A), allow_unused=True)
+            gA = torch.zeros_like(A) if gA is None else gA
+            with torch.no_grad():
+                failed |= ~torch.isfinite(gW).all(-1) | ~torch.isfinite(gA)
+                keep = (~failed).to(W.dtype)
+                for P_, g_, b_ in ((W, gW, bW), (A, gA, bA)):
+                    g_ = torch.nan_to_num(g_, nan=0.0, posinf=0.0, neginf=0.0)
+                    b_.mul_(0.9).add_(g_)
+                    step = lr_t * keep * 1.0
+                    if P_.dim() == 4:
+                        step = step[..., None]
+                    P_.sub_(step * (g_ + 0.9 * b_))
         with torch.no_grad():
-            curve[..., ep + 1] = true_objective(torch.stack(Ws).numpy(), X, y)
+            curve[..., ep + 1] = true_objective(W.numpy(), X, y)
         if progress is not None:
             progress.advance()
-    failed = failed.numpy() | ~np.isfinite(curve).all(-1)
+    # the project's one divergence rule (optzoo._core.result.divergence): non-finite, or the true
+    # objective beyond DIVERGENCE_GROWTH x (1 + |its start|) at any epoch (a finite blow-up, e.g.
+    # a gap of 3e55, is a diverged run, not a number to average)
+    with np.errstate(invalid="ignore"):
+        blown = (np.abs(curve) > DIVERGENCE_GROWTH * (1.0 + np.abs(curve[..., :1]))).any(-1)
+    failed = failed.numpy() | ~np.isfinite(curve).all(-1) | blown
     # (L, R, M, ...) -> (R, M, L, ...)
     return np.moveaxis(curve, 0, 2), np.moveaxis(failed, 0, 2)
 
@@ -182,9 +207,16 @@ def tail_mean(gap_curve, frac: float = 0.6):
     return g[..., -k:].mean(-1)
 
 
+SGD_METHODS = (("minibatch_lse", "lse"), ("sumexp", "sumexp"), ("safe_{rho:g}", "safe"),
+               ("safe_{rho:g}_batch_alpha", "safe_batch_alpha"))
+
+
 def run_regression(cfg, seed: int, progress) -> dict:
-    methods = [("lse", 0.0), ("sumexp", 0.0)] + [("safe", r) for r in cfg.rhos]
-    names = ["minibatch_lse", "sumexp"] + [f"safe_{r:g}" for r in cfg.rhos]
+    """Per data set and batch: the fixed-point gaps of every estimator and, when
+    ``cfg.epochs > 0``, SGD (tuned lr per method on a tuning order, scored on an eval order)
+    for minibatch-LSE, SumExp, Safe-KL at ``cfg.sgd_rho`` and its control (alpha per batch)."""
+    methods = [(kind, cfg.sgd_rho) for _, kind in SGD_METHODS]
+    names = [n.format(rho=cfg.sgd_rho) for n, _ in SGD_METHODS]
     lrs = np.logspace(cfg.lr_lo, cfg.lr_hi, cfg.n_lr)
     out = {"lrs": lrs.tolist(), "methods": names, "datasets": {}}
     for dname in cfg.datasets:
@@ -196,7 +228,7 @@ def run_regression(cfg, seed: int, progress) -> dict:
                                     n_batches=max(200, cfg.bias_epochs * (len(y) // batch)),
                                     rng=np_rng(seed, "A", dname, batch, "bias"))
             res = {"bias_gap": bias, "sgd": {}}
-            if cfg.epochs > 0:
+            if cfg.epochs > 0 and dname in cfg.sgd_datasets:
                 rngs = [np_rng(seed, "A", dname, batch, "tune"), np_rng(seed, "A", dname, batch, "eval")]
                 progress.start(cfg.epochs, f"A {dname} batch {batch}")
                 curve, failed = sgd_runs(X, y, w_ols, methods=methods, lrs=lrs, batch=batch,
@@ -204,18 +236,17 @@ def run_regression(cfg, seed: int, progress) -> dict:
                 gap = curve - f_star
                 score = tail_mean(gap)
                 for mi, name in enumerate(names):
-                    tune = np.where(failed[0, mi], np.inf, score[0, mi])
-                    li = int(np.argmin(tune))
-                    res["sgd"][name] = {"lr": float(lrs[li]), "gap": float(score[1, mi, li]),
-                                        "final_gap": float(gap[1, mi, li, -1]),
+                    tune = np.where(failed[0, mi] | ~np.isfinite(score[0, mi]), np.inf, score[0, mi])
+                    if not np.isfinite(tune).any():  # every lr diverged on the tuning order
+                        li, status = 0, "diverged"
+                    else:
+                        li = int(np.argmin(tune))
+                        status = "diverged" if failed[1, mi, li] else "ok"
+                    g = float(score[1, mi, li]) if status == "ok" else float("nan")
+                    res["sgd"][name] = {"lr": float(lrs[li]), "gap": g, "status": status,
+                                        "final_gap": float(gap[1, mi, li, -1]) if status == "ok" else float("nan"),
                                         "gap_curve": gap[1, mi, li].tolist(),
-                                        "failed_runs": int(failed[1, mi].sum())}
-                gcurve = gd_runs(X, y, w_ols, lrs=lrs, epochs=cfg.epochs) - f_star
-                gs = np.where(np.isfinite(gcurve).all(-1), tail_mean(gcurve), np.inf)
-                li = int(np.argmin(gs))
-                res["sgd"]["full_gd"] = {"lr": float(lrs[li]), "gap": float(gs[li]),
-                                         "final_gap": float(gcurve[li, -1]),
-                                         "gap_curve": gcurve[li].tolist(), "failed_runs": 0}
+                                        "failed_lrs": int(failed[0, mi].sum())}
             d["batches"][str(batch)] = res
         out["datasets"][dname] = d
     return out
