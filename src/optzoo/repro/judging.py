@@ -22,7 +22,15 @@ repeated across seeds is passed through :func:`deterministic` and counts once), 
   pooled claim never hides a task where the method is reliably worse.
 
 A deterministic part (one exact value) holds or fails by the side of the threshold it is on
-(a tie is undecided). Fewer than two seeds of a random quantity decide nothing.
+(a tie is undecided, and no number of seeds decides it). Fewer than two seeds of a random
+quantity decide nothing. A part with a non-finite value (a diverged run) is marked and left
+undecided; the claim's other parts, and every other claim, are judged as usual. A decided part
+reports its power at its own estimate (:func:`_power`).
+
+Rooms on records (:mod:`optzoo.repro.evidence`) are judged by :func:`judge_claims`: every claim
+from its declared evidence, then again on its control's evidence; :func:`check_claims` refuses
+a room that breaks the contract, and :func:`headline_status` reads a paper's headline from the
+verdicts of the claims ``papers.py`` names.
 """
 
 from __future__ import annotations
