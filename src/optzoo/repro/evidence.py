@@ -137,6 +137,14 @@ class Evidence:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def _parts(self, per_seed, sub) -> dict[str, list[dict[str, Record]]]:
+        """The records of this evidence's one arm (after ``sub``) and metric, by part."""
+        arm = _arm(self.arm, sub)  # type: ignore[attr-defined]
+        parts = _by_part(per_seed, self.metric, arm)  # type: ignore[attr-defined]
+        if not parts:
+            raise _missing(type(self).__name__, self.metric, arm)  # type: ignore[attr-defined]
+        return parts
+
 
 def _missing(what: str, metric: str, arm: str) -> ValueError:
     return ValueError(f"No records for {what}: metric {metric!r}, arm {arm!r}.")
@@ -154,10 +162,7 @@ class Value(Evidence):
         return (self.arm,)
 
     def collect(self, per_seed, sub=None):
-        arm = _arm(self.arm, sub)
-        parts = _by_part(per_seed, self.metric, arm)
-        if not parts:
-            raise _missing("Value", self.metric, arm)
+        parts = self._parts(per_seed, sub)
         return {p: _seed_values(rows, lambda _k, r: r.value) for p, rows in parts.items()}
 
     def describe(self) -> str:
@@ -234,10 +239,7 @@ class Slope(Evidence):
         return (self.arm,)
 
     def collect(self, per_seed, sub=None):
-        arm = _arm(self.arm, sub)
-        parts = _by_part(per_seed, self.metric, arm)
-        if not parts:
-            raise _missing("Slope", self.metric, arm)
+        parts = self._parts(per_seed, sub)
         out = {}
         for p, rows in parts.items():
             slopes = []
@@ -280,10 +282,7 @@ class Universal(Evidence):
         return (self.arm,)
 
     def collect(self, per_seed, sub=None):
-        arm = _arm(self.arm, sub)
-        parts = _by_part(per_seed, self.metric, arm)
-        if not parts:
-            raise _missing("Universal", self.metric, arm)
+        parts = self._parts(per_seed, sub)
         out = {}
         for p, rows in parts.items():
             flags, seen = [], set()
