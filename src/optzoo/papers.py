@@ -109,7 +109,7 @@ PAPERS: tuple[Paper, ...] = (
                "PrivacyBudgetExceeded", "PrivacyLedger", "ShiftedDecay", "calibrate", "clip_rows",
                "dpc4_init", "dpc4_update", "dpsgd_update", "gaussian_dp_epsilon",
                "per_sample_grads", "rdp_epsilon"),
-          headline_claims=("utility_sc", "convergence"),
+          headline_claims=("utility_sc", "less_noise", "convergence", "utility_nonconvex"),
           implemented=True),
     Paper(8, "context_tuning", "Context Tuning for in-context optimization (CT-Prompt, CT-KV)",
           "ICML 2026", "2507.04221", "agentic-learning-ai-lab/context-tuning", "official-code",
