@@ -29,6 +29,7 @@ deterministic method): a part made only of them is one exact value, counted once
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -124,18 +125,18 @@ def _seed_values(rows: list[dict[str, Record]], per_instance: Callable[[str, Rec
     return [float(np.mean([per_instance(k, r) for k, r in sorted(row.items())])) for row in rows]
 
 
-class Evidence:
+class Evidence(ABC):
     """What a claim reads from the records: ``collect(per_seed, sub)`` returns its evidence for
     :func:`optzoo.repro.judging.judge` (a mapping part -> per-seed values, or flags for a
     universal statement). ``sub`` maps an arm to the arm that replaces it (a control)."""
 
     arms: tuple[str, ...] = ()
 
-    def collect(self, per_seed: Sequence[Sequence[Record]], sub: Arms | None = None):
-        raise NotImplementedError
+    @abstractmethod
+    def collect(self, per_seed: Sequence[Sequence[Record]], sub: Arms | None = None): ...
 
-    def describe(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def describe(self) -> str: ...
 
     def _parts(self, per_seed, sub) -> dict[str, list[dict[str, Record]]]:
         """The records of this evidence's one arm (after ``sub``) and metric, by part."""

@@ -282,6 +282,17 @@ def _describe(claim: Claim, parts: Sequence[Part]) -> str:
     return f"{claim.metric}. {shown}{more}"
 
 
+def _unjudged(claim: Claim, why: str, level: float, *, measured: bool,
+              numbers: Mapping | None = None) -> Verdict:
+    """An undecided verdict with no parts: not measured at this scale (``measured=False``, not
+    counted), or measured but its evidence could not be read (counted as undecided)."""
+    return Verdict(
+        claim=claim.id, verdict=claim.words[2], kind=claim.kind, numbers=dict(numbers or {}),
+        summary=f"{claim.metric}: {why}", rule=rule_text(claim, level), level=None,
+        direction=claim.direction, threshold=None if claim.direction == "all" else _boundary(claim),
+        margin=claim.margin if claim.direction == "equivalent" else None, measured=measured)
+
+
 def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = None,
           level: float = 0.95) -> Verdict:
     """Judge ``claim`` on ``evidence`` and return its :class:`Verdict`.
@@ -295,12 +306,8 @@ def judge(claim: Claim, evidence, *, note: str = "", numbers: Mapping | None = N
     if not 0.5 < level < 1.0:
         raise ValueError(f"The 'level' argument of judge must be in (0.5, 1). Got {level!r}.")
     if evidence is None:
-        return Verdict(
-            claim=claim.id, verdict=claim.words[2], kind=claim.kind, numbers=dict(numbers or {}),
-            summary=f"{claim.metric}: not measured at this scale" + (f". {note}" if note else ""),
-            rule=rule_text(claim, level), level=None, direction=claim.direction,
-            threshold=None if claim.direction == "all" else _boundary(claim),
-            margin=claim.margin if claim.direction == "equivalent" else None, measured=False)
+        return _unjudged(claim, "not measured at this scale" + (f". {note}" if note else ""), level,
+                         measured=False, numbers=numbers)
     items = list(evidence.items()) if isinstance(evidence, Mapping) else [("", evidence)]
     if not items:
         raise ValueError(f"Claim {claim.id!r} needs at least one part to judge. Got an empty mapping.")
@@ -387,15 +394,15 @@ def judge_claims(claims: Sequence[Claim], per_seed, *, scale: str | None = None,
         try:
             v = judge(c, c.evidence.collect(per_seed), note=notes.get(c.id, ""), level=level)
         except Exception as exc:  # noqa: BLE001 - reported on the claim, the others still judged
-            v = judge(c, None, note=f"its evidence could not be read: {type(exc).__name__}: {exc}", level=level)
-            out.append(replace(v, measured=True, summary=v.summary.replace(": not measured at this scale", "")))
+            out.append(_unjudged(c, f"its evidence could not be read: {type(exc).__name__}: {exc}", level,
+                                 measured=True))
             continue
         if c.control is not None:
             try:
                 cv = judge(c, c.evidence.collect(per_seed, c.control.arms), level=level)
             except Exception as exc:  # noqa: BLE001
-                cv = judge(c, None, note=f"the control's evidence could not be read: {exc}", level=level)
-                cv = replace(cv, measured=True)
+                cv = _unjudged(c, f"the control's evidence could not be read: {type(exc).__name__}: {exc}",
+                               level, measured=True)
             v = replace(v, control=cv, control_removes=c.control.describe())
         out.append(v)
     return out
