@@ -189,3 +189,25 @@ def test_square_edge_lists_stay_edge_lists(tmp_path):
     assert g.labels.tolist() == [0, 2] and g.m == 1
     p.write_text("0 1 2\n1 2 1\n2 3 5\n")  # 3 x 3 but not a hollow symmetric matrix
     assert read_graph(p).m == 3
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_dense_adjacency_array_read_as_matrix(n):
+    """A dense numpy adjacency follows the text table's rule (December trial, D13: the 3 x 3
+    triangle was read as an (m, 3) edge list: n = 2, one self-loop dropped)."""
+    a = np.ones((n, n)) - np.eye(n)  # the complete graph
+    g = read_graph(a)
+    assert (g.n, g.m) == (n, n * (n - 1) // 2)
+    assert np.array_equal(g.adj.toarray(), a)
+    from optzoo.dks import densest_k_subgraph
+
+    assert len(densest_k_subgraph(a, 2).x) == 2
+
+
+def test_square_edge_arrays_stay_edge_arrays():
+    e = np.array([[0, 1, 2], [1, 2, 1], [2, 3, 5]])  # 3 x 3, not hollow and symmetric
+    g = read_graph(e)
+    assert (g.n, g.m) == (4, 3)
+    with pytest.raises(ValueError, match=r"'graph' argument of read_graph must be an \(m, 2\) or "
+                                         r"\(m, 3\) edge array"):
+        read_graph(np.arange(16.0).reshape(4, 4) + 1)  # 4 x 4, neither symmetric nor hollow

@@ -18,8 +18,9 @@ Conventions (ours, stated because users will meet them):
 * Self-loops are dropped with a warning (no method here uses them; for DkS the diagonal is
   the loading ``lambda``'s job).
 * A CSV's first row is a header unless every field in it is a number (then it is an edge).
-* A text file holding an n x n table of numbers, n >= 4 (or n = 3, symmetric, zero
-  diagonal), is a dense adjacency matrix, not an edge list: edge lists have 2 or 3 columns.
+* A text file or numpy array holding an n x n table of numbers, n >= 4, symmetric or with a
+  zero diagonal (for n = 3: both), is a dense adjacency matrix, not an edge list: edge lists
+  have 2 or 3 columns, and a 3-column list never writes an edge of weight 0.
 * Node ids that are not ``0..n-1`` are mapped to ``0..n-1`` in sorted order (edge files) or
   in the graph's own node order (networkx); ``labels`` keeps the mapping.
 """
@@ -436,7 +437,7 @@ def read_graph(source: Any, *, symmetrize: bool = True, owner: str = "read_graph
         ``.gz``; Matrix Market ``.mtx``; ``.csv``, header optional, optional ``weight``
         column; a dense n x n adjacency matrix as text),
         a networkx graph (node labels kept), a scipy.sparse matrix, an (m, 2) / (m, 3) numpy
-        edge array, a torch edge tensor ((m, 2) or PyG 2 x m) or sparse tensor, or a Graph.
+        edge array or a dense n x n numpy adjacency matrix (the rule of the text table above), a torch edge tensor ((m, 2) or PyG 2 x m) or sparse tensor, or a Graph.
     symmetrize : make an asymmetric matrix symmetric as ``max(A, A.T)``; with ``False`` an
         asymmetric matrix raises ``ValueError``. Edge lists are always undirected.
 
@@ -454,6 +455,11 @@ def read_graph(source: Any, *, symmetrize: bool = True, owner: str = "read_graph
     if sp.issparse(source):
         return _from_matrix(source, symmetrize=symmetrize, owner=owner, source="scipy.sparse")
     if isinstance(source, np.ndarray):
+        n = source.shape[0] if source.ndim == 2 and source.shape[0] == source.shape[1] else 0
+        dense = _dense_table(source.ravel(), n) if source.dtype.kind in "iuf" else None
+        if dense is not None:  # the same rule as a text table: see the module docstring
+            return _from_matrix(sp.coo_matrix(dense), symmetrize=symmetrize, owner=owner,
+                                source="dense adjacency array")
         return _from_edge_array(source, owner=owner, source="edge array")
     mod = type(source).__module__ or ""
     if mod.startswith("networkx"):
