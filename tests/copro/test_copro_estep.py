@@ -180,7 +180,22 @@ def test_statuses_and_warnings():
     assert e.q[0, 0] == e.q.max()  # least violation gets the most mass
     e = _quiet(F, -torch.ones(1, G, 1), eps_progress=10.0)
     assert e.status == ["clipped"]
-    assert set(STATUSES) == {"optimal", "clipped", "all_tied", "no_feasible"}
+    assert set(STATUSES) == {"optimal", "clipped", "all_tied", "no_feasible", "max_iter"}
+
+
+def test_newton_stopped_early_is_not_optimal():
+    """December trial D11: max_iter=1 returned 'optimal' with a violated win-rate constraint."""
+    from optzoo import NotConvergedWarning
+
+    F, c = _groups(B=3)
+    with pytest.warns(NotConvergedWarning, match=r"copro_e_step: Newton stopped at max_iter=1 .* "
+                                                 r"largest moment-constraint violation is"):
+        e = copro_e_step(F, c, max_iter=1)
+    full = _quiet(F, c)
+    for got, ref, r in zip(e.status, full.status, e.residual):
+        if ref == "optimal" and bool((r < -1e-9).any()):
+            assert got == "max_iter"
+    assert "max_iter" in e.status
 
 
 def test_on_nan_infeasible():

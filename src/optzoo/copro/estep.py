@@ -65,6 +65,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from optzoo._core.result import warn_not_converged
 from optzoo._core.validation import check_bool, check_choice, check_int, check_real, fail
 
 __all__ = [
@@ -75,8 +76,10 @@ __all__ = [
     "dual_objective",
 ]
 
-#: Per-group statuses, in the order of their integer codes.
-STATUSES = ("optimal", "clipped", "all_tied", "no_feasible")
+#: Per-group statuses, in the order of their integer codes. ``max_iter``: Newton stopped at
+#: ``max_iter`` before its projected dual gradient reached ``tol`` (the moment constraints may be
+#: violated; a ``NotConvergedWarning`` says by how much).
+STATUSES = ("optimal", "clipped", "all_tied", "no_feasible", "max_iter")
 _OWNER = "copro_e_step"
 #: Fraction of the distance to the hull edge kept when a target is clipped (keeps lambda finite).
 _HULL_MARGIN = 0.05
@@ -322,7 +325,7 @@ def _newton(psi, b, active, lam_max, max_iter, tol, torch, logp=None):
         lam = torch.where(move[:, None], pick, lam)
         it = it + move.to(it.dtype)
         done = done | (first < 0)  # no decrease possible in floating point: stationary
-    return lam, it
+    return lam, it, done
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,7 +481,7 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     b = torch.stack([tau, bu, -eta], -1)
     if s is None:
         active = torch.stack([has_anchor & (tau > pF), (bu > Eu) & (room_u > 0), eta < Ea], -1)
-        lam, iters = _newton(psi, b, active, lambda_max, max_iter, tol, torch)
+        lam, iters, done = _newton(psi, b, active, lambda_max, max_iter, tol, torch)
         logits = (psi * lam[:, None, :]).sum(-1)
     else:
         # The KL-regularised variant is the plain projection with the tilted base
@@ -488,7 +491,7 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
         # phi means no anchor or no infeasible sample, dropped as in the plain projection).
         active = torch.stack([has_anchor, room_u > 0, Ea > amin], -1)
         logp = torch.log_softmax(s / beta, -1)
-        mu, iters = _newton(psi, b, active, lambda_max / beta, max_iter, tol, torch, logp=logp)
+        mu, iters, done = _newton(psi, b, active, lambda_max / beta, max_iter, tol, torch, logp=logp)
         lam = mu * beta
         logits = (psi * mu[:, None, :]).sum(-1) + logp
     q = torch.softmax(logits, -1)
@@ -502,6 +505,7 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
     code = torch.where(clip_u | clip_a | at_bound, torch.ones_like(code), code)
     code = torch.where(tied, torch.full_like(code, 2), code)
     code = torch.where(nofeas & ~tied, torch.full_like(code, 3), code)
+    code = torch.where(~done & ~tied, torch.full_like(code, 4), code)
     status = [STATUSES[int(c)] for c in code.tolist()]
     if warn:
         if bool(nofeas.any()):
@@ -517,6 +521,12 @@ def copro_e_step(objectives, constraints=None, *, senses=None, tau_feas=0.5, eps
             warnings.warn(f"copro_e_step: lambda hit lambda_max={lambda_max:g} in "
                           f"{int(at_bound.sum())} of {B} groups (targets not jointly attainable; "
                           "the penalised form is returned)", UserWarning, stacklevel=2)
+        unconv = ~done & ~tied
+        if bool(unconv.any()):
+            worst = float(torch.where(active, -resid, torch.zeros_like(resid))[unconv].amax().clamp(min=0))
+            warn_not_converged(_OWNER, f"Newton stopped at max_iter={max_iter} before tol={tol:g} in "
+                               f"{int(unconv.sum())} of {B} groups (status 'max_iter'; the largest "
+                               f"moment-constraint violation is {worst:.3g}); raise max_iter")
         if s is not None and bool((q <= 0).any()):
             warnings.warn(f"copro_e_step: some weights of q* underflowed to 0 (beta={beta:g} "
                           "is too small for the score's range in float64; raise beta or "
