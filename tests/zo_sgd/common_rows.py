@@ -51,6 +51,10 @@ def rows(Bad, SolverInfo, OptimInfo):
     bad = [
         Bad("lr<=0", lambda: mk(lr=0.0), ValueError, r"'lr' argument of ZOSGD must be a finite real number in \(0, inf\)\. Got 0\.0"),
         Bad("eps<=0", lambda: mk(eps=-1e-3), ValueError, r"'eps' argument of ZOSGD must be a finite real number in \(0, inf\)\. Got -0\.001"),
+        Bad("eps below float32 resolution (trial D12)",
+            lambda: ZOSGD([torch.nn.Parameter(torch.full((64,), 0.5))], eps=1e-12), ValueError,
+            r"'eps' argument of ZOSGD must be above the float resolution of most weights \(here "
+            r"6e-08 = finfo\(dtype\)\.eps x median\|p\|\).*Got 1e-12"),
         Bad("P<1", lambda: mk(num_perturbations=0), ValueError, r"'num_perturbations' argument of ZOSGD must be an int in \[1, inf\]\. Got 0"),
         Bad("P float", lambda: mk(num_perturbations=2.0), TypeError, r"'num_perturbations' argument of ZOSGD must be an int"),
         Bad("distribution", lambda: mk(distribution="uniform"), ValueError, r"'distribution' argument of ZOSGD must be one of 'gaussian', 'rademacher'\. Got 'uniform'"),

@@ -93,8 +93,9 @@ def test_finite_difference_step_approaches_the_jvp_step():
 def test_nonfinite_loss_skips_the_step_with_a_warning_and_a_counter():
     w = torch.nn.Parameter(torch.ones(3))
     opt = ZOSGD([w], lr=0.1, seed=0, restore="exact")
-    with pytest.warns(NotConvergedWarning, match="skipped"):
+    with pytest.warns(NotConvergedWarning, match="skipped") as rec:
         opt.step(lambda: torch.tensor(float("inf")))
+    assert rec[0].filename == __file__  # the user's line, not torch.no_grad's wrapper (trial D12)
     assert torch.equal(w.detach(), torch.ones(3)) and opt.skipped_steps == 1
     opt.step(lambda: (w ** 2).sum())
     assert opt.skipped_steps == 1 and not torch.equal(w.detach(), torch.ones(3))

@@ -127,6 +127,8 @@ class ZOSGD(torch.optim.Optimizer):
         for p in self._params():
             if not torch.is_floating_point(p):
                 fail("params", _OWNER, "floating-point tensors", p.dtype, exc=TypeError)
+        if method == "finite_difference":
+            _check_resolution(eps, self._params())
         self.module = module
         self._names = None
         if method == "jvp":
@@ -229,7 +231,7 @@ class ZOSGD(torch.optim.Optimizer):
             st["skipped"] += 1
             warnings.warn(f"ZOSGD step {k} skipped: the closure returned a non-finite loss "
                           f"({loss}); parameters left unchanged ({st['skipped']} skipped so far)",
-                          NotConvergedWarning, stacklevel=2)
+                          NotConvergedWarning, stacklevel=3)  # past torch.no_grad's wrapper
             return torch.tensor(loss)
         # the update regenerates each direction once more (never stored): memory O(d), not O(Pd)
         for i in range(P):
@@ -241,6 +243,27 @@ class ZOSGD(torch.optim.Optimizer):
                     j += 1
         st["last_projected_grads"] = torch.tensor(coefs, dtype=torch.float64)
         return torch.tensor(loss)
+
+
+def _check_resolution(eps: float, params: list[torch.Tensor]) -> None:
+    """A finite difference needs ``theta + eps u`` to differ from ``theta``: refuse an ``eps``
+    below the float resolution of most weights (eps < finfo(dtype).eps x median|p| for tensors
+    holding more than half the elements), where every projected gradient is exactly 0."""
+    total = stuck = 0
+    worst = 0.0
+    with torch.no_grad():
+        for p in params:
+            if not p.numel():
+                continue
+            res = torch.finfo(p.dtype).eps * float(p.detach().abs().flatten().median())
+            total += p.numel()
+            if eps < res:
+                stuck += p.numel()
+                worst = max(worst, res)
+    if total and 2 * stuck > total:
+        fail("eps", _OWNER, f"above the float resolution of most weights (here {worst:.2g} = "
+             "finfo(dtype).eps x median|p|); below it theta + eps u == theta and every update is 0",
+             eps)
 
 
 _JOINT = ("eps", "num_perturbations", "distribution", "method", "restore", "seed")
