@@ -192,7 +192,7 @@ def test_newton_stopped_early_is_not_optimal():
                                                  r"largest moment-constraint violation is"):
         e = copro_e_step(F, c, max_iter=1)
     full = _quiet(F, c)
-    for got, ref, r in zip(e.status, full.status, e.residual):
+    for got, ref, r in zip(e.status, full.status, e.residual, strict=True):
         if ref == "optimal" and bool((r < -1e-9).any()):
             assert got == "max_iter"
     assert "max_iter" in e.status

@@ -132,9 +132,31 @@ def diverged_mask(norms: Any, *, start: Any = 0.0, growth: float = DIVERGENCE_GR
         return ~np.isfinite(norms) | (norms > growth * (1.0 + np.asarray(start, dtype=float)))
 
 
-def warn_not_converged(owner: str, message: str, *, stacklevel: int = 3) -> None:
-    """Emit the project's one non-convergence / divergence warning."""
+def warn_not_converged(owner: str, message: str, *, stacklevel: int | None = 3) -> None:
+    """Emit the project's one non-convergence / divergence warning. ``stacklevel=None``
+    attributes it to the first frame outside optzoo and torch (an optimizer's ``step`` runs
+    under torch's ``no_grad`` and profiling wrappers, whose depth is torch's business)."""
+    if stacklevel is None:
+        stacklevel = user_stacklevel()
     warnings.warn(f"{owner}: {message}", NotConvergedWarning, stacklevel=stacklevel)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the first frame outside
+    the optzoo and torch packages."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    skip = [here + os.sep]
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        skip.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and any(os.path.abspath(frame.f_code.co_filename).startswith(d)
+                                    for d in skip):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _short(value: Any) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import torch
 
-from optzoo._core.result import NotConvergedWarning
+from optzoo._core.result import NotConvergedWarning, user_stacklevel
 from optzoo._core.rng import derive_seed
 from optzoo._core.validation import check_choice, check_int, check_real, fail, joint_group_options
 
@@ -231,7 +231,7 @@ class ZOSGD(torch.optim.Optimizer):
             st["skipped"] += 1
             warnings.warn(f"ZOSGD step {k} skipped: the closure returned a non-finite loss "
                           f"({loss}); parameters left unchanged ({st['skipped']} skipped so far)",
-                          NotConvergedWarning, stacklevel=3)  # past torch.no_grad's wrapper
+                          NotConvergedWarning, stacklevel=user_stacklevel())
             return torch.tensor(loss)
         # the update regenerates each direction once more (never stored): memory O(d), not O(Pd)
         for i in range(P):
