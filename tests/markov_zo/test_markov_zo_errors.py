@@ -101,3 +101,37 @@ def test_torch_optimizer_errors():
     opt = MarkovZOSGD([w], stream=StickyChain([0.0], 0.0))
     with pytest.raises(ValueError, match=r"'closure'.*finite losses"):
         opt.step(lambda z: torch.tensor(float("nan")))
+
+
+def _aniso_oracle(h, grad=True):
+    from optzoo.markov_zo import MarkovOracle, StickyChain
+
+    h = np.asarray(h, dtype=float)
+    c = np.ones(h.size) / np.sqrt(h.size)
+    return MarkovOracle(lambda X, Z: 0.5 * (h * (X - Z[:, None] * c) ** 2).sum(1),
+                        StickyChain([-1.0, 1.0], stay_prob=0.9, seed=0), dim=h.size, vectorized=True,
+                        grad=(lambda X, Z: h * (X - Z[:, None] * c)) if grad else None)
+
+
+def test_objective_far_above_its_start_is_diverged_not_success():
+    """December trial D5: an iterate below the iterate rule's bound whose objective exploded
+    (f - f* = 2.3e15) ended `budget_used`. The objective rule of `_core` catches it."""
+    from optzoo import NotConvergedWarning
+    from optzoo.markov_zo import markov_zo_minimize
+
+    orc = _aniso_oracle([1e3, 1e3, 1e3], grad=False)
+    with pytest.warns(NotConvergedWarning, match=r"markov_zo_minimize: diverged by the end of the "
+                                                 r"run: objective .* exceeds its start"):
+        res = markov_zo_minimize(orc, np.ones(3), lr=3e-3, iterations=8, batching="fixed")
+    assert res.status == "diverged" and not res.success
+    assert np.linalg.norm(res.x) < 1e8  # the iterate rule alone would have called it a budget stop
+
+
+def test_markov_sgd_default_schedule_is_stable_when_L_exceeds_mu_d():
+    """December trial D5: the default k0 = 4d took a first step 8x beyond 2/L here and ended
+    far from x* = 0 as a success; k0 = 4 L / mu with L estimated at x0 converges."""
+    from optzoo.markov_zo import markov_sgd_minimize
+
+    res = markov_sgd_minimize(_aniso_oracle([10.0, 0.1, 0.1]), np.ones(3), mu=0.1, iterations=3000)
+    assert res.success and 5.0 < res.extra["smoothness"] < 20.0
+    assert np.linalg.norm(res.x) < 0.5  # from |x0| = 1.7: the old default ended at |x| > 1e3

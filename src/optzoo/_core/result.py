@@ -7,7 +7,8 @@ travel in ``extra`` and are also readable as attributes (``res.density``).
 
 The one divergence rule of the project also lives here (:func:`divergence`): an iterate
 (or objective) has diverged when it is non-finite or its norm has grown beyond
-``DIVERGENCE_GROWTH * (1 + |start|)``. Every iterative method reports that as
+``DIVERGENCE_GROWTH * (1 + |start|)``; a method that sees its objective also applies
+:func:`objective_divergence` (a final objective far above the start). Every iterative method reports that as
 ``Status.DIVERGED`` plus a :class:`NotConvergedWarning`, never as a budget stop.
 """
 
@@ -29,8 +30,10 @@ __all__ = [
     "Result",
     "SUCCESS",
     "Status",
+    "OBJECTIVE_GROWTH",
     "divergence",
     "diverged_mask",
+    "objective_divergence",
     "warn_not_converged",
 ]
 
@@ -117,6 +120,34 @@ def divergence(value: Any, *, start: Any = 0.0, growth: float = DIVERGENCE_GROWT
     bound = growth * (1.0 + s)
     if n > bound:
         return f"{name} norm {n:.3g} exceeds {growth:.3g} x (1 + |start| = {s:.3g}) = {bound:.3g}"
+    return None
+
+
+#: growth factor of the objective rule: a minimiser ending ``OBJECTIVE_GROWTH * (1 + |f_0|)``
+#: above its starting objective has diverged.
+OBJECTIVE_GROWTH = 1e4
+
+
+def objective_divergence(fun: Any, *, start: Any, growth: float = OBJECTIVE_GROWTH,
+                         name: str = "objective") -> str | None:
+    """The objective half of the divergence rule, for methods that see their objective: a
+    minimiser whose final objective is non-finite, or more than ``growth * (1 + |f_0|)``
+    above its start ``f_0``, has diverged, even while its iterate is below the iterate rule's
+    bound (a quadratic grows as the square of the iterate).
+
+    >>> objective_divergence(0.3, start=0.5) is None
+    True
+    >>> objective_divergence(2.3e15, start=0.5)
+    'objective 2.3e+15 exceeds its start 0.5 by more than 1e+04 x (1 + |start|) = 1.5e+04'
+    """
+    f, f0 = float(fun), float(start)
+    if not math.isfinite(f):
+        return f"{name} is non-finite ({f})"
+    if not math.isfinite(f0):
+        return None
+    bound = growth * (1.0 + abs(f0))
+    if f - f0 > bound:
+        return f"{name} {f:.3g} exceeds its start {f0:.3g} by more than {growth:.3g} x (1 + |start|) = {bound:.3g}"
     return None
 
 

@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from optzoo._core.result import Result, Status, divergence, warn_not_converged
+from optzoo._core.result import Result, Status, divergence, objective_divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_array, check_choice, check_int, check_real, fail
 
@@ -340,9 +340,11 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         if feedback == "two_point":
             fp, fm = oracle.pairs(x + smoothing * E, x - smoothing * E)
             last["f"] = float(0.5 * (fp.mean() + fm.mean()))
+            last.setdefault("f0", last["f"])
             return two_point_estimates(fp, fm, E, smoothing)
         fp = oracle.values(x + smoothing * E)
         last["f"] = float(fp.mean())
+        last.setdefault("f0", last["f"])
         return one_point_estimates(fp, E, smoothing)
 
     budget = None if max_calls is None else start_calls + max_calls
@@ -351,6 +353,10 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         max_level=M, project=project, max_cost=budget, iterations=iterations, rng=rng,
         record_every=record_every, owner=owner)
     hist["calls"] = [c - start_calls for c in hist["calls"]]
+    why = objective_divergence(last["f"], start=last["f0"]) if "f0" in last else None
+    if status is Status.BUDGET and why is not None:
+        status, msg = Status.DIVERGED, f"diverged by the end of the run: {why}"
+        warn_not_converged(owner, msg)
     return Result(x=x, fun=last["f"], status=status, message=msg, nit=k,
                   nfev=oracle.calls - start_calls, wall_time=wall,
                   extra={"history": hist, "max_level": M, "feedback": feedback,
