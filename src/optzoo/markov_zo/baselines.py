@@ -37,7 +37,7 @@ def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None, smoothn
                         batching: str = "randomized", batch: int = 1, max_level=None,
                         grad_cost: float = 1.0, max_cost=None, iterations=None,
                         record_every=None, seed: int = 0) -> Result:
-    """First-order Markov SGD (MLMC or fixed batch); ``history['calls']`` is the charged cost.
+    r"""First-order Markov SGD (MLMC or fixed batch); ``history['calls']`` is the charged cost.
 
     The default schedule (``mu`` given, no ``lr`` or ``lr_offset``) is
     :math:`\gamma_k = 1/(\mu(k+k_0))` with :math:`k_0 = 4L/\mu`, so the first step is
