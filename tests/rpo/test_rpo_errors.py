@@ -118,3 +118,62 @@ def test_nan_gradients_skip_the_batch_warn_and_count():
         res = algo.train(2 * 4 * 3, seed=0)
     assert res.skipped == 1 and res.history.skipped[-1] == 1
     assert bool(torch.isfinite(res.x).all())
+
+
+class _StateRewardEnv(PendulumSwingUp):
+    """Reward of the current state only: the action reaches it through the dynamics."""
+
+    def _dynamics(self, s, u):
+        nxt, _ = super()._dynamics(s, u)
+        return nxt, -(s ** 2).sum(1)
+
+
+def test_state_only_reward_is_differentiable_through_the_dynamics():
+    """December trial D1: a valid environment with reward r(s_t) was refused by a one-step probe."""
+    algo = RPO(_StateRewardEnv(4), RPOConfig(horizon=4, hidden=(4,), critic_hidden=(4,)))
+    res = algo.train(4 * 4 * 2, seed=0)
+    assert res.status == "budget_used"
+
+
+class _NarrowObsEnv(PendulumSwingUp):
+    def _obs(self, s):
+        return super()._obs(s)[:, :1]
+
+
+def test_observations_narrower_than_obs_dim_are_refused():
+    """December trial D6: a (n, 1) observation with obs_dim = 3 was broadcast by the normaliser."""
+    with pytest.raises(ValueError, match=r"'env' argument of RPO must be an environment whose "
+                                         r"reset\(\) returns observations of shape \(num_envs, "
+                                         r"obs_dim\) = \(4, 3\)\. Got '_NarrowObsEnv returning \(4, 1\)'"):
+        RPO(_NarrowObsEnv(4))
+
+
+class _AllNaNEnv(PendulumSwingUp):
+    def _dynamics(self, s, u):
+        nxt, r = super()._dynamics(s, u)
+        return nxt, r * float("nan")
+
+
+class _ExplodingEnv(PendulumSwingUp):
+    def _dynamics(self, s, u):
+        nxt, r = super()._dynamics(s, u)
+        return nxt * 3.0, r
+
+
+@pytest.mark.parametrize("env_cls,status,match", [
+    (_AllNaNEnv, "numerical_error", r"every one of the \d+ batches of this call was skipped"),
+    (_ExplodingEnv, "diverged", r"diverged by the end of the run: negated mean return"),
+])
+def test_a_run_that_learnt_nothing_or_blew_up_is_not_a_success(env_cls, status, match):
+    """December trial D8: all batches skipped (NaN rewards) or a return of -inf ended
+    `budget_used` with success=True."""
+    import warnings
+
+    algo = RPO(env_cls(2, episode_length=64), RPOConfig(horizon=16, hidden=(4,), critic_hidden=(4,)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotConvergedWarning)  # the per-batch skip warnings
+        res = algo.train(2 * 16 * 8, seed=0)
+    assert res.status == status and not res.success
+    import re
+
+    assert re.search(match, res.message), res.message

@@ -64,22 +64,40 @@ class DiffEnv(Protocol):
 
 
 def check_differentiable(env: Any, *, owner: str) -> None:
-    """Raise unless ``env`` follows :class:`DiffEnv` and its reward depends differentiably on
-    the action (probed with one step from a copy of the state, then restored)."""
+    """Raise unless ``env`` follows :class:`DiffEnv` and its rewards depend differentiably on
+    the action: probed with two steps from a copy of the state (then restored), the first
+    action requiring grad, so a reward of the state alone, which the action reaches through
+    the dynamics one step later, passes. Observations must have shape (num_envs, obs_dim)."""
     if not isinstance(env, DiffEnv):
         raise TypeError(f"The 'env' argument of {owner} must be a DiffEnv (num_envs, obs_dim, "
                         f"act_dim, episode_length, reset, step, detach). Got {type(env).__name__}.")
     saved = env.state_dict() if hasattr(env, "state_dict") else None
     if saved is None:
         return  # cannot probe without disturbing the user's env; the trainer checks on its 1st step
-    env.reset(seed=0)
-    a = torch.zeros(env.num_envs, env.act_dim, dtype=getattr(env, "dtype", torch.float32),
-                    device=getattr(env, "device", "cpu"), requires_grad=True)
-    _, r, _, _ = env.step(a)
-    env.load_state_dict(saved)
-    if not (isinstance(r, torch.Tensor) and r.requires_grad):
-        fail("env", owner, "a differentiable environment (its step reward must require grad "
-             "when the action does)", f"{type(env).__name__} whose reward has requires_grad=False")
+    try:
+        obs = env.reset(seed=0)
+        check_obs(obs, env, owner=owner, where="reset()")
+        kw = {"dtype": getattr(env, "dtype", torch.float32), "device": getattr(env, "device", "cpu")}
+        a = torch.zeros(env.num_envs, env.act_dim, requires_grad=True, **kw)
+        obs, r1, _, _ = env.step(a)
+        check_obs(obs, env, owner=owner, where="step()")
+        _, r2, _, _ = env.step(torch.zeros(env.num_envs, env.act_dim, **kw))
+    finally:
+        env.load_state_dict(saved)
+    if not any(isinstance(r, torch.Tensor) and r.requires_grad for r in (r1, r2)):
+        fail("env", owner, "a differentiable environment (a reward within two steps of an "
+             "action must require grad when the action does)",
+             f"{type(env).__name__} whose rewards have requires_grad=False")
+
+
+def check_obs(obs: Any, env: Any, *, owner: str, where: str) -> None:
+    """Raise unless ``obs`` is a tensor of shape (num_envs, obs_dim) (a narrower one would be
+    broadcast by the observation normaliser without a word)."""
+    want = (env.num_envs, env.obs_dim)
+    if not isinstance(obs, torch.Tensor) or tuple(obs.shape) != want:
+        got = tuple(obs.shape) if isinstance(obs, torch.Tensor) else type(obs).__name__
+        fail("env", owner, f"an environment whose {where} returns observations of shape "
+             f"(num_envs, obs_dim) = {want}", f"{type(env).__name__} returning {got}")
 
 
 class BatchedEnv:

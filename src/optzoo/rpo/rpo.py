@@ -44,10 +44,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from optzoo._core.result import Result, Status, divergence, warn_not_converged
+from optzoo._core.result import Result, Status, divergence, objective_divergence, warn_not_converged
 from optzoo._core.rng import derive_seed
 from optzoo._core.validation import check_bool, check_choice, check_int, check_real, fail
-from optzoo.rpo.envs import check_differentiable
+from optzoo.rpo.envs import check_differentiable, check_obs
 from optzoo.rpo.networks import Critic, GaussianActor, RunningMeanStd
 
 __all__ = ["RPO", "RPOConfig", "SHAC", "TrainHistory", "diag_gaussian_kl", "evaluate",
@@ -336,6 +336,7 @@ class RPO:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(derive_seed(seed, "noise"))
         self._obs = env.reset(seed=derive_seed(seed, "env") % (2 ** 62)).detach()
+        check_obs(self._obs, env, owner=type(self).__name__, where="reset()")
         self._ep_ret = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
         self._last_return = float("nan")
         self._start_norm = float(torch.nn.utils.parameters_to_vector(self.actor.parameters())
@@ -363,10 +364,11 @@ class RPO:
                             device=self.device, dtype=self.dtype)
         J, batch, deltas = window_objective(self.actor, self.target_critic, env, self._obs, noise,
                                             gamma=self.config.gamma, normalize=self._norm)
-        if not batch["rew"].requires_grad:
-            fail("env", type(self).__name__, "a differentiable environment (its step reward "
-                 "must require grad when the action does)", "a reward with requires_grad=False")
-        grads = torch.autograd.grad(J, deltas, allow_unused=True)
+        grads = torch.autograd.grad(J, deltas, allow_unused=True) if J.requires_grad else [None]
+        if all(g is None for g in grads):
+            fail("env", type(self).__name__, "a differentiable environment (the window's rewards "
+                 "must depend differentiably on its actions)", "a window objective with no "
+                 "gradient with respect to the actions")
         batch = {k: v.detach() for k, v in batch.items()}
         batch["grad_a"] = torch.stack([torch.zeros_like(d) if x is None else x
                                        for x, d in zip(grads, deltas, strict=True)])
@@ -472,6 +474,7 @@ class RPO:
         plan = max(1, math.ceil(total / per_iter))
         t0 = time.perf_counter()
         status, message = Status.BUDGET, ""
+        it0, sk0 = self.iteration, self.skipped
         while self.env_steps < total:
             frac = min(1.0, self.iteration / max(1, plan - 1))
             batch, J, rets = self._rollout()
@@ -513,12 +516,26 @@ class RPO:
         x = torch.nn.utils.parameters_to_vector(self.actor.parameters()).detach().clone()
         fun = self._last_return
         if not math.isfinite(fun):
-            fun = float(np.nanmean(self.history.step_reward[-1:])) * env.episode_length
-        if status is Status.DIVERGED:
-            warn_not_converged(type(self).__name__, message, stacklevel=2)
-        else:
+            fun = self.history.step_reward[-1] * env.episode_length if self.history.step_reward \
+                else float("nan")
+        ran, skipped = self.iteration - it0, self.skipped - sk0
+        if status is Status.BUDGET and ran and skipped == ran:
+            status, message = Status.NUMERICAL_ERROR, (
+                f"every one of the {ran} batches of this call was skipped for non-finite action "
+                "gradients (NaN/inf): the actor never moved")
+        elif status is Status.BUDGET:
+            # the project's objective rule, on the negated return (a return far below the
+            # first one recorded, or a non-finite one, has diverged)
+            first = next((r for r in self.history.episode_return if math.isfinite(r)), None)
+            why = objective_divergence(-fun, start=-first if first is not None else -fun,
+                                       name="negated mean return")
+            if why is not None:
+                status, message = Status.DIVERGED, f"diverged by the end of the run: {why}"
+        if status is Status.BUDGET:
             message = (f"used the budget: {self.env_steps} environment steps in {self.iteration} "
                        f"iterations ({self.skipped} batches skipped for non-finite gradients)")
+        else:
+            warn_not_converged(type(self).__name__, message, stacklevel=2)
         return Result(x=x, fun=fun, status=status, message=message, nit=self.iteration,
                       nfev=self.env_steps, wall_time=time.perf_counter() - t0,
                       extra={"history": self.history, "skipped": self.skipped, "seed": self.seed})
