@@ -626,6 +626,8 @@ def _coarsening_rows():
                         Bad("k>p", lambda: run_fgc(k=9), ValueError, r"'k' argument of fgc"),
                         Bad("alpha<=0", lambda: run_fgc(alpha=0.0), ValueError, r"'alpha' argument of fgc"),
                         Bad("C0", lambda: run_fgc(C0="spectral"), ValueError, r"'C0' argument of fgc"),
+                        Bad("C0 shape (trial D16)", lambda: run_fgc(C0=np.ones((8, 2))), ValueError,
+                            r"'C0' argument of fgc must be an array of shape \(8, 3\)\. Got shape \(8, 2\)"),
                         Bad("asymmetric adj", lambda: run_fgc(adj=asym), ValueError,
                             r"'adj' argument of fgc must be symmetric"),
                         Bad("X rows", lambda: run_fgc(X=np.ones((7, 2))), ValueError, r"'X' argument of fgc")],

@@ -269,7 +269,8 @@ def fgc(adj, X, k: int, *, alpha: float = 1.0, beta: float = 0.1, gamma: float =
         C[np.arange(p), lab] += 1.0
         C = C / C.sum(axis=1, keepdims=True)
     else:
-        C = project_rows_simplex(np.asarray(C0, dtype=np.float64))
+        C0 = check_array("C0", C0, owner=owner, shape=(p, k))
+        C = project_rows_simplex(C0)
     Xc = coarse_features(C, X)
     step = 1.0
     history = []
