@@ -57,6 +57,10 @@ def rows(Bad, SolverInfo, OptimInfo):
         Bad("f returns vector", lambda: comparison_minimize(
             ComparisonOracle(lambda x: np.ones(2)),
             X0, eps=0.1, max_iter=2), TypeError, r"'f' argument of ComparisonOracle must be a function returning a real scalar"),
+        Bad("comparator returns a string (trial D15)", lambda: comparison_minimize(
+            ComparisonOracle.from_comparator(lambda a, b: "yes", dim=3), X0, eps=0.1, max_iter=2),
+            TypeError, r"'compare' argument of ComparisonOracle must be a comparator returning a bool "
+                       r"or a value in \{-1, 0, 1\} per pair\. Got \['yes'\]"),
     ]
     nonfinite = Bad("x0 nan", lambda: comparison_minimize(
         _oracle(), np.array([1.0, np.nan, 0.0]), eps=0.1), ValueError,

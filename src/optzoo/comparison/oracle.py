@@ -99,7 +99,11 @@ class ComparisonOracle:
             raise TypeError(f"{_OWNER}.values needs a value function; this oracle wraps a comparator.")
         X = self._points(X, "X")
         if self.vectorized:
-            out = np.asarray(self.f(X), dtype=float)
+            out = np.asarray(self.f(X))
+            if out.dtype.kind not in "iuf":
+                fail("f", _OWNER, "a function returning real values (vectorized=True)",
+                     f"an array of dtype {out.dtype}", exc=TypeError)
+            out = out.astype(float)
             if out.shape not in ((X.shape[0],), (X.shape[0], 1)):
                 fail("f", _OWNER, f"a function returning {X.shape[0]} values for {X.shape[0]} points "
                      "(vectorized=True)", f"an array of shape {out.shape}")
@@ -132,6 +136,9 @@ class ComparisonOracle:
         s = s.reshape(-1)
         if s.dtype == bool:
             return np.where(s, 1.0, -1.0)
+        if s.dtype.kind not in "iuf":
+            fail("compare", _OWNER, "a comparator returning a bool or a value in {-1, 0, 1} per pair",
+                 s[:1].tolist() if s.size else s.dtype, exc=TypeError)
         s = s.astype(float)
         if s.shape[0] != X.shape[0] or not np.isin(s, (-1.0, 0.0, 1.0)).all():
             bad = s[~np.isin(s, (-1.0, 0.0, 1.0))][:1].tolist() if s.shape[0] == X.shape[0] else s.shape
