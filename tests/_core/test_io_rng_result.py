@@ -20,6 +20,18 @@ def test_atomic_write_round_trip_and_no_temp_left(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["r.json"]
 
 
+def test_atomic_write_gives_the_umask_mode_not_mkstemps_0600(tmp_path):
+    """December trial D17: result JSON files were written with mode 0600."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
 def test_atomic_write_failure_keeps_old_file(tmp_path):
     path = atomic_write_json(tmp_path / "r.json", {"v": 1})
     with pytest.raises(TypeError):

@@ -58,11 +58,18 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
             json.dump(to_jsonable(obj), f, indent=1, sort_keys=False)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from other users
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_json(path: str | os.PathLike) -> Any:
