@@ -40,3 +40,38 @@ def test_trainer_rejects_bad_inputs():
         CoProTrainer(torch.nn.Linear(1, 1), reward_funcs=[1], train_dataset=["x"], processing_class=object())
     with pytest.raises(ValueError, match="'train_dataset' argument of CoProTrainer"):
         CoProTrainer(torch.nn.Linear(1, 1), reward_funcs=_reward, train_dataset=[], processing_class=object())
+
+
+def test_reward_columns_accept_trl_floats_and_refuse_ragged_dicts():
+    """December trial D7: TRL-style float rewards crashed raw ('float' object is not
+    subscriptable); objectives of varying length gave a raw torch error."""
+    from optzoo.copro.trainer import _reward_columns
+
+    o, c = _reward_columns([1.0, None, 2], 3, _reward)
+    assert o.shape == (3, 1) and c.shape == (3, 0) and torch.isnan(o[1, 0]) and o[2, 0] == 2.0
+    o, c = _reward_columns(_reward([], ["A B", "A", "B B B B"]), 3, _reward)
+    assert o.tolist() == [[1, -2], [1, -1], [0, -4]] and c.tolist() == [[-1.0], [-2.0], [1.0]]
+    with pytest.raises(ValueError, match=r"'reward_funcs' argument of CoProTrainer must be functions "
+                                         r"returning 2 entries .*Got \"'objectives' of lengths \[1, 2\] from <lambda>\""):
+        _reward_columns([{"objectives": [1.0]}, {"objectives": [1.0, 2.0]}], 2, lambda: 0)
+    with pytest.raises(TypeError, match=r"'reward_funcs' argument of CoProTrainer.*Got \"str 'x'"):
+        _reward_columns(["x", "y"], 2, _reward)
+
+
+def test_trainer_with_trl_style_float_rewards():
+    from optzoo.tinylm import tiny_gpt2, word_tokenizer
+
+    vocab = ["<pad>", "<bos>", "<unk>", "<eos>", "A", "B", "q1"]
+    tok = word_tokenizer(vocab, eos_token="<eos>")
+    model = tiny_gpt2(len(vocab), n_layer=1, n_embd=16, n_head=2, n_positions=32, seed=0, eos_token_id=3)
+
+    def count_a(prompts, completions, **kw):
+        return [float(c.split().count("A")) for c in completions]
+
+    def shortness(prompts, completions, **kw):
+        return [-float(len(c.split())) for c in completions]
+
+    args = CoProConfig(num_generations=4, per_device_train_batch_size=2, max_completion_length=4,
+                       max_steps=2, senses=("max", "max"), seed=0)
+    out = CoProTrainer(model, [count_a, shortness], args, ["<bos> q1"], tok).train()
+    assert out["global_step"] == 2

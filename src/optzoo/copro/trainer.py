@@ -19,6 +19,7 @@ policy). Fidelity: reconstructed (see ``docs/papers/copro.md``).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields
 
 import torch
@@ -81,13 +82,47 @@ class CoProConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+def _reward_columns(rows, n: int, fn):
+    """(objectives [n, m], constraints [n, c]) from one reward function's output: floats (TRL's
+    convention: one objective) or dicts with "objectives" and optional "constraints"."""
+    name = getattr(fn, "__name__", repr(fn))
+    rule = (f"functions returning {n} entries (one per completion), each a float (or None) or a "
+            "dict with 'objectives' (a list of floats of one length) and optional 'constraints'")
+    if isinstance(rows, torch.Tensor):
+        rows = rows.tolist()
+    try:
+        rows = list(rows)
+    except TypeError:
+        fail("reward_funcs", "CoProTrainer", rule, f"{type(rows).__name__} from {name}", exc=TypeError)
+    if len(rows) != n:
+        fail("reward_funcs", "CoProTrainer", rule, f"{len(rows)} entries from {name}")
+    if all(r is None or (isinstance(r, numbers.Real) and not isinstance(r, bool)) for r in rows):
+        vals = [float("nan") if r is None else float(r) for r in rows]
+        return torch.tensor(vals, dtype=torch.float64)[:, None], torch.zeros(n, 0, dtype=torch.float64)
+    if not all(isinstance(r, dict) and "objectives" in r for r in rows):
+        bad = next(r for r in rows if not (isinstance(r, dict) and "objectives" in r))
+        fail("reward_funcs", "CoProTrainer", rule, f"{type(bad).__name__} {bad!r}"[:80] + f" from {name}",
+             exc=TypeError)
+    out = []
+    for key in ("objectives", "constraints"):
+        cols = [list(r.get(key, [])) for r in rows]
+        if len({len(c) for c in cols}) > 1:
+            fail("reward_funcs", "CoProTrainer", rule,
+                 f"'{key}' of lengths {sorted({len(c) for c in cols})} from {name}")
+        out.append(torch.tensor(cols, dtype=torch.float64).reshape(n, -1))
+    return out[0], out[1]
+
+
 class CoProTrainer:
     """Train ``model`` (a Hugging Face causal LM) with CoPro on ``train_dataset``.
 
     ``train_dataset``: a sequence of prompts (str) or of dicts with a ``"prompt"`` key.
     ``reward_funcs``: callables ``fn(prompts=list[str], completions=list[str], **kw)`` returning
-    one dict per completion with ``"objectives"`` (list of floats) and optionally
-    ``"constraints"`` (list of floats, feasible iff <= 0). ``processing_class``: the tokenizer.
+    one entry per completion: a float (TRL's reward-function convention; ``None`` for "not
+    applicable" becomes NaN, handled by ``on_nan``): one objective; or a dict with
+    ``"objectives"`` (list of floats, the same length for every completion) and optionally
+    ``"constraints"`` (list of floats, feasible iff <= 0). The objectives of all functions, in
+    order, are the columns ``senses`` refers to. ``processing_class``: the tokenizer.
     ``train()`` returns ``{"global_step", "log_history"}``; per-step logs also land in
     ``self.log_history`` (loss, nll, kl, beta, q_feasible, entropy, statuses, mean objectives).
     """
@@ -163,12 +198,9 @@ class CoProTrainer:
         rep = [p for p in prompts for _ in range(G)]
         objs, cons = [], []
         for fn in self.reward_funcs:
-            rows = fn(prompts=rep, completions=texts)
-            if len(rows) != len(texts):
-                fail("reward_funcs", "CoProTrainer", f"functions returning {len(texts)} dicts (one "
-                     "per completion)", f"{len(rows)} from {getattr(fn, '__name__', fn)}")
-            objs.append(torch.tensor([list(r["objectives"]) for r in rows], dtype=torch.float64))
-            cons.append(torch.tensor([list(r.get("constraints", [])) for r in rows], dtype=torch.float64))
+            o, c = _reward_columns(fn(prompts=rep, completions=texts), len(texts), fn)
+            objs.append(o)
+            cons.append(c)
         F = torch.cat(objs, -1).view(len(prompts), G, -1)
         g = torch.cat(cons, -1).view(len(prompts), G, -1) if sum(c.shape[-1] for c in cons) else None
         return F, g
