@@ -81,3 +81,13 @@ def test_coproloss_module_and_dual_step():
     x = torch.zeros(2, 3, dtype=torch.float64)
     fixed(x, x, q=torch.full((2, 3), 1 / 3, dtype=torch.float64))
     assert set(fixed.last_stats) == {"nll", "kl"}
+
+
+def test_tabular_m_step_keeps_torch_and_its_precision():
+    """December trial D18: float64 torch input came back as a float32 numpy array."""
+    from optzoo.copro import tabular_m_step
+
+    q = torch.tensor([0.5, 0.25, 0.25], dtype=torch.float64)
+    out = tabular_m_step(q, torch.full((3,), 1 / 3, dtype=torch.float64), coef=1.0)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float64
+    assert torch.allclose(out, (q + 1 / 3) / 2, atol=0, rtol=1e-15)

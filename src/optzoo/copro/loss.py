@@ -131,11 +131,20 @@ class CoProLoss(torch.nn.Module):
 
 def tabular_m_step(q, pi_old, *, coef=1.0):
     """Exact minimiser over the simplex of :math:`-\\sum_i q_i\\log\\pi_i + c\\,\\mathrm{KL}(\\pi_{old}\\|\\pi)`:
-    :math:`\\pi_{new}=(q+c\\,\\pi_{old})/(1+c)` (stationarity: :math:`(q_i+c\\pi_{old,i})/\\pi_i=1+c`)."""
+    :math:`\\pi_{new}=(q+c\\,\\pi_{old})/(1+c)` (stationarity: :math:`(q_i+c\\pi_{old,i})/\\pi_i=1+c`).
+
+    Torch tensors in give a tensor out (dtype promoted as torch does, on ``q``'s device);
+    anything else gives a float64 numpy array."""
     import numpy as np
 
     coef = check_real("coef", coef, owner="tabular_m_step", low=0.0)
-    q, pi_old = np.asarray(q, dtype=float), np.asarray(pi_old, dtype=float)
+    if isinstance(q, torch.Tensor) or isinstance(pi_old, torch.Tensor):
+        q = torch.as_tensor(q)
+        pi_old = torch.as_tensor(pi_old, device=q.device)
+        dtype = torch.promote_types(torch.promote_types(q.dtype, pi_old.dtype), torch.get_default_dtype())
+        q, pi_old = q.to(dtype), pi_old.to(dtype)
+    else:
+        q, pi_old = np.asarray(q, dtype=float), np.asarray(pi_old, dtype=float)
     if q.shape != pi_old.shape:
         fail("pi_old", "tabular_m_step", f"an array of the shape of q {q.shape}", f"shape {pi_old.shape}")
     return (q + coef * pi_old) / (1.0 + coef)
