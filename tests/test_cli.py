@@ -13,6 +13,13 @@ def test_list_shows_all_papers():
         assert slug in res.output
 
 
+def test_version():
+    from optzoo import __version__
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"optzoo {__version__}"
+
+
 @pytest.fixture
 def copro_not_implemented(monkeypatch):
     """Every paper is implemented now: the not-implemented paths run on a row marked so."""

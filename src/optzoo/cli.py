@@ -14,6 +14,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from optzoo import __version__
+
+        typer.echo(f"optzoo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """optzoo: ICML 2026 optimization methods, each checked against its paper's claim."""
+
+
 def _console():
     from rich.console import Console
 
