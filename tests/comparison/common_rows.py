@@ -57,6 +57,11 @@ def rows(Bad, SolverInfo, OptimInfo):
         Bad("f returns vector", lambda: comparison_minimize(
             ComparisonOracle(lambda x: np.ones(2)),
             X0, eps=0.1, max_iter=2), TypeError, r"'f' argument of ComparisonOracle must be a function returning a real scalar"),
+        Bad("plan beyond the cap (trial D2: eps=1e-12 hung)", lambda: comparison_minimize(
+            _oracle(), X0, eps=1e-12), ValueError,
+            rf"'eps' argument of {own} must be large enough that the planned iteration count \(here "
+            r"[0-9.e+]+, from eps, L, rho and delta_f\) stays below 1e\+07, or give max_iter, budget "
+            r"or a stopping callback"),
         Bad("comparator returns a string (trial D15)", lambda: comparison_minimize(
             ComparisonOracle.from_comparator(lambda a, b: "yes", dim=3), X0, eps=0.1, max_iter=2),
             TypeError, r"'compare' argument of ComparisonOracle must be a comparator returning a bool "

@@ -124,6 +124,11 @@ def trust_region_step(g, M, radius: float) -> np.ndarray:
     return V @ s
 
 
+#: the largest plan run without an explicit max_iter, budget or callback (a plan of 1e7
+#: iterations is about ten hours at 3.5 ms each; eps = 1e-12 planned 3.6e19 and hung)
+MAX_PLANNED = 10_000_000
+
+
 def iteration_budget(method: str, *, eps: float, L: float, rho: float, delta_f: float,
                      c_T: float = 12.0) -> int:
     """Planned iterations: ``ceil(c_T sqrt(rho) delta_f / eps^1.5)`` (tr) or
@@ -152,6 +157,12 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     L, rho, delta_f : declared gradient-Lipschitz constant, Hessian-Lipschitz constant and
         ``f(x0) - inf f`` (upper bounds); they set the step (``eps/(2L)``), the trust radius
         (``c_R sqrt(eps/rho)``) and the planned iteration count (:func:`iteration_budget`).
+        Comparisons cannot check them: ``f`` and ``f / 200`` give the same comparisons, so an
+        ``L`` understated 200-fold describes ``f / 200``, for which a start with
+        ``|grad f| <= 200 eps`` is already ``eps``-stationary; CMP-NGD then oscillates with
+        steps far too long and ends as ``budget_used``. Declare honest upper bounds.
+        A plan above ``MAX_PLANNED`` (1e7) iterations is refused unless ``max_iter``, ``budget``
+        or ``callback`` bounds the run.
     max_iter : overrides the planned iteration count.
     budget : optional cap on comparisons; hitting it before the planned iterations end is
         ``Status.USER_LIMIT`` plus a ``NotConvergedWarning``.
@@ -212,6 +223,10 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
         fail("hessian", _OWNER, "'estimate' when method is 'ngd' (CMP-NGD uses no Hessian)", hessian)
     rng = np_rng(seed, "comparison_minimize", "random-hessian") if hessian == "random" else None
     T = iteration_budget(method, eps=eps, L=L, rho=rho, delta_f=delta_f, c_T=c_T)
+    if T > MAX_PLANNED and max_iter is None and budget is None and callback is None:
+        fail("eps", _OWNER, f"large enough that the planned iteration count (here {T:.3g}, "
+             f"from eps, L, rho and delta_f) stays below {MAX_PLANNED:.0e}, or give max_iter, "
+             "budget or a stopping callback (the method has no stopping test of its own)", eps)
     if max_iter is not None:
         T = check_int("max_iter", max_iter, owner=_OWNER, low=1)
     if budget is not None:
