@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                 orc = ComparisonOracle(prob.f, vectorized=True)
                 t = time.perf_counter()
                 r = comparison_minimize(orc, prob.x0, eps=a.eps, method=m, L=prob.L, rho=prob.rho,
-                                        delta_f=prob.delta_f, callback=hit)
+                                        delta_f=prob.delta_f, callback=hit, stop="plan")
                 row[f"cmp-{m}"] = {"comparisons": r.ncomparisons, "visited": "callback" in r.message,
                                    "wall_s": time.perf_counter() - t}
             orc = ComparisonOracle(prob.f, vectorized=True)

@@ -27,7 +27,7 @@ def test_ties_follow_a_seeded_coin_and_constant_f_terminates():
     assert np.array_equal(ra, rb) and 0 < ra.sum() < 50 and a.nties == 50
     orc = ComparisonOracle(lambda x: 1.0, seed=0)
     for method in ("tr", "ngd"):
-        res = comparison_minimize(orc, np.ones(3), eps=0.1, method=method, max_iter=5)
+        res = comparison_minimize(orc, np.ones(3), eps=0.1, method=method, max_iter=5, stop="plan")
         assert np.isfinite(res.trajectory).all() and res.nit == 5
 
 

@@ -60,6 +60,7 @@ METHODS = ("tr", "ngd")
 #: estimate's spectral norm on a random symmetric matrix: an ablation that pays the same
 #: comparisons and keeps only the scale).
 HESSIANS = ("estimate", "none", "random")
+STOPS = ("test", "plan")
 
 
 def _random_symmetric(rng, n: int, norm: float) -> np.ndarray:
@@ -144,7 +145,8 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
                         delta_g: float = 0.125, delta_h: float = 0.125, radius: float | None = None,
                         c_R: float = 1.0, c_T: float = 12.0, hessian_span: float = 4.0,
                         safeguard: bool = True, quantum_ledger: bool = False,
-                        hessian: str = "estimate", seed: int = 0, callback=None) -> Result:
+                        hessian: str = "estimate", seed: int = 0, callback=None,
+                        stop: str = "test") -> Result:
     """Visit an ``eps``-stationary point of ``f`` using only comparisons.
 
     Parameters
@@ -181,6 +183,13 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     seed : seed of ``hessian="random"``'s matrices (unused otherwise).
     callback : ``callback(x) -> bool`` after every iteration; ``True`` stops the run
         (``Status.USER_LIMIT``; used by evaluators that know the true gradient).
+    stop : ``"test"`` (default): before each step, one more comparison tests stationarity:
+        with ``u = g_hat / |g_hat|`` and ``t = 2 (1 - delta_g) eps / L``, ``f(x - t u) >= f(x)``
+        certifies ``|grad f(x)| <= eps`` for an ``L``-smooth ``f`` (the descent lemma: were
+        ``|grad f| > eps``, ``f(x - t u) <= f(x) - t (1 - delta_g) |grad f| + L t^2 / 2 <
+        f(x)``), given the estimate's accuracy ``delta_g``; the run then stops as
+        ``Status.CONVERGED`` at ``x``. ``"plan"``: the worst-case plan of
+        :func:`iteration_budget` with no test (the paper's analysis; ``Status.BUDGET``).
 
     Returns
     -------
@@ -189,7 +198,8 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     ``nit``, ``nfev`` = ``ncomparisons``, and ``extra``: ``trajectory`` (T+1, n),
     ``comparisons_at`` (cumulative count at each iterate), ``quantum_queries``
     (simulated, or None), ``planned_iterations``, ``accepted``.
-    Planned iterations used: ``Status.BUDGET`` (a success: the method has no stopping test).
+    Certified by the test: ``Status.CONVERGED``; planned iterations used: ``Status.BUDGET``
+    (a success: the plan is the method's worst-case bound).
 
     >>> import numpy as np
     >>> orc = ComparisonOracle(lambda z: float(np.sum(z ** 2) + np.cos(z[0])), seed=0)
@@ -219,6 +229,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     quantum_ledger = check_bool("quantum_ledger", quantum_ledger, owner=_OWNER)
     hessian = check_choice("hessian", hessian, HESSIANS, owner=_OWNER)
     seed = check_int("seed", seed, owner=_OWNER, low=0)
+    stop = check_choice("stop", stop, STOPS, owner=_OWNER)
     if hessian != "estimate" and method != "tr":
         fail("hessian", _OWNER, "'estimate' when method is 'ngd' (CMP-NGD uses no Hessian)", hessian)
     rng = np_rng(seed, "comparison_minimize", "random-hessian") if hessian == "random" else None
@@ -250,6 +261,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     start_count = oracle.ncomparisons
     R = c_R * math.sqrt(eps / rho)
     step = eps / (2.0 * L)
+    t_test = 2.0 * (1.0 - delta_g) * eps / L
     traj, counts, accepted = [x.copy()], [0], 0
     status, message = Status.BUDGET, f"planned {T} iterations used"
     nit = 0
@@ -262,6 +274,18 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
         g_hat, _ = _normalized_gradient(oracle, x, delta_g, r)
         if ledger is not None:
             ledger.charge_gradient(delta_g)
+        if stop == "test":
+            u = g_hat / max(float(np.linalg.norm(g_hat)), 1e-300)
+            if not oracle.greater(x, x - t_test * u)[0]:
+                if ledger is not None:
+                    ledger.charge(1, "stopping test")
+                status, message = Status.CONVERGED, (
+                    f"stationarity certified at iteration {it}: no decrease at step {t_test:.3g} "
+                    f"along -g_hat, so |grad f| <= eps = {eps:g} for an L-smooth f with the "
+                    f"declared L = {L:g} (given the estimate's accuracy delta_g = {delta_g:g})")
+                break
+            if ledger is not None:
+                ledger.charge(1, "stopping test")
         if method == "ngd":
             x = x - step * g_hat
             accepted += 1
@@ -299,7 +323,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
         if callback is not None and callback(x):
             status, message = Status.USER_LIMIT, f"stopped by callback after {nit} of {T} iterations"
             break
-    if status is not Status.BUDGET:
+    if not status.success:
         warn_not_converged(_OWNER, message)
     fun = float(oracle.values(x)[0]) if oracle.has_values and np.isfinite(x).all() else float("nan")
     used = oracle.ncomparisons - start_count
@@ -307,7 +331,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
                   wall_time=time.perf_counter() - t0,
                   extra={"ncomparisons": used, "trajectory": np.asarray(traj),
                          "comparisons_at": np.asarray(counts), "method": method,
-                         "planned_iterations": T, "accepted": accepted,
+                         "planned_iterations": T, "accepted": accepted, "stop": stop,
                          "trust_radius": R if method == "tr" else None, "hessian": hessian,
                          "step": step if method == "ngd" else None,
                          "quantum_queries": None if ledger is None else ledger.total,

@@ -230,7 +230,7 @@ def _run_head(problem, eps, seed, hessian, cap):
         res = comparison_minimize(orc, problem.x0, eps=eps, method="tr", L=problem.L,
                                   rho=problem.rho, delta_f=problem.delta_f, hessian=hessian,
                                   budget=B, max_iter=None if hessian == "estimate" else cap,
-                                  callback=cb)
+                                  callback=cb, stop="plan")
     used = int(res.ncomparisons)
     ok = state["visited"] and used <= B
     outcome = ("visited" if state["visited"] else "cycled" if state["cycled"]
@@ -249,7 +249,8 @@ def _run_theory(problem, method, eps, seed, *, ledger=False):
         warnings.simplefilter("ignore")
         res = comparison_minimize(orc, problem.x0, eps=eps, method=method, L=problem.L,
                                   rho=problem.rho, delta_f=problem.delta_f,
-                                  quantum_ledger=ledger, callback=_first_visit(problem, eps))
+                                  quantum_ledger=ledger, callback=_first_visit(problem, eps),
+                                  stop="plan")
     return {"comparisons": int(res.ncomparisons), "iterations": res.nit,
             "visited": "callback" in res.message,
             "quantum": res.quantum_queries if ledger else None}
