@@ -79,3 +79,21 @@ def test_reproduce_then_show_end_to_end(tmp_path):
     res = runner.invoke(app, ["show", "dks", "--out", str(tmp_path)], env={"COLUMNS": "240"})
     assert res.exit_code == 0, res.output
     assert "finite_step" in res.output and "scale smoke, seeds [0, 1]" in res.output
+
+
+def test_list_and_show_print_json(tmp_path):
+    """December trial D17 / issue 43: --json on the commands that print results."""
+    import json
+
+    res = runner.invoke(app, ["list", "--json"])
+    rows = json.loads(res.output)
+    assert res.exit_code == 0 and len(rows) == 19 and {"slug", "fidelity", "headline_claims"} <= set(rows[0])
+    res = runner.invoke(app, ["show", "dks", "--json", "--out", str(tmp_path)])
+    obj = json.loads(res.output)
+    assert res.exit_code == 0 and obj["paper"]["slug"] == "dks" and obj["results"] is None
+    assert obj["claims"] and {"id", "kind", "statement"} <= set(obj["claims"][0])
+
+
+def test_report_validates_scale():
+    res = runner.invoke(app, ["report", "dks", "--scale", "medium"])
+    assert res.exit_code == 2 and "must be one of smoke, quick, full" in res.output

@@ -34,12 +34,29 @@ def _console():
     return Console()
 
 
+def _print_json(obj) -> None:
+    import json
+
+    from optzoo._core.io import to_jsonable
+
+    typer.echo(json.dumps(to_jsonable(obj), indent=1))
+
+
+_JSON = Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")]
+
+
 @app.command("list")
-def list_papers() -> None:
+def list_papers(json: _JSON = False) -> None:
     """Print the table of the 19 papers (slug, fidelity, status)."""
+    import dataclasses
+
     from rich.table import Table
 
     from optzoo.papers import PAPERS
+
+    if json:
+        _print_json([dataclasses.asdict(p) for p in PAPERS])
+        return
 
     table = Table(title="optzoo papers (ICML 2026)")
     for col in ("#", "slug", "title", "fidelity", "status"):
@@ -54,8 +71,10 @@ def list_papers() -> None:
 def show(
     slug: Annotated[str, typer.Argument(help="paper slug, e.g. dks")],
     out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
+    json: _JSON = False,
 ) -> None:
     """Show a paper: fidelity, claims, and the latest results found in OUT."""
+    import dataclasses
     import importlib
 
     from optzoo.papers import get_paper
@@ -68,6 +87,19 @@ def show(
     except KeyError as exc:
         console.print(f"[red]{exc.args[0]}[/red]")
         raise typer.Exit(2) from None
+    if json:
+        obj = {"paper": dataclasses.asdict(paper), "claims": [], "results": None}
+        if paper.implemented:
+            mod = importlib.import_module(paper.repro_module)
+            obj["claims"] = [c.to_dict() for c in mod.CLAIMS]
+            records, scale = collect_results(out, slug)
+            if records:
+                run = judge_paper(slug, paper.repro_module, scale, records, {}, out, make_figures=False)
+                obj["results"] = {"out": str(out / slug), "scale": scale, "seeds": run.seeds,
+                                  "provenance": run.provenance, "headline": list(run.headline),
+                                  "verdicts": [v.to_dict() for v in run.verdicts]}
+        _print_json(obj)
+        return
     console.print(f"[bold]{paper.number:02d} {paper.slug}[/bold]: {paper.title} ({paper.venue})")
     console.print(f"arXiv: {paper.arxiv or '-'}   official code: {paper.official_code or '-'}")
     console.print(f"fidelity: {paper.fidelity}" + (f" ({paper.fidelity_note})" if paper.fidelity_note else ""))
@@ -145,8 +177,10 @@ def report(
 ) -> None:
     """Judge the finished units in OUT without running anything, and write the report."""
     from optzoo.papers import get_paper, implemented_papers
-    from optzoo.repro.pipeline import report_existing
+    from optzoo.repro.pipeline import SCALE_NAMES, report_existing
 
+    if scale not in SCALE_NAMES:
+        raise typer.BadParameter(f"must be one of {', '.join(SCALE_NAMES)}. Got {scale!r}.", param_hint="--scale")
     slugs = slugs or [p.slug for p in implemented_papers()]
     for slug in slugs:
         try:
