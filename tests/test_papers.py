@@ -102,3 +102,31 @@ def test_reproduction_follows_the_shared_layer(paper):
             assert not re.search(rf"optzoo\.{paper.slug}\.repro|from \.repro|from \. import repro", text), py
         else:
             assert not re.search(r"set_num_threads\(|environ\[.(OMP|MKL)_NUM_THREADS|threadpool_limits", text), py
+
+
+def test_every_paper_has_its_own_extra():
+    """Issue 43: `pip install optzoo[<slug>]` for each paper, each covered by [all]."""
+    import tomllib
+    from pathlib import Path
+
+    from optzoo.papers import PAPERS
+
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    missing = [p.slug for p in PAPERS if p.slug not in extras]
+    assert not missing, f"no extra for {missing}"
+
+    def names(group, seen=()):
+        out = set()
+        for req in extras[group]:
+            if req.startswith("optzoo["):
+                for g in req[len("optzoo["):-1].split(","):
+                    if g not in seen:
+                        out |= names(g, (*seen, group))
+            else:
+                out.add(req.split(">")[0].split("=")[0].split("<")[0].strip())
+        return out
+
+    everything = names("all")
+    for p in PAPERS:
+        assert names(p.slug) <= everything, f"[{p.slug}] needs what [all] does not install"
