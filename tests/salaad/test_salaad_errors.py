@@ -29,9 +29,11 @@ def test_module_with_no_matrix_to_target():
 
 def test_budget_below_minimum_names_the_minimum():
     m = _model()
-    sal = SALAAD(m, targets=r"^0$", rho=0.1)
+    sal = SALAAD(m, targets=r"^0$", rho=0.1, admm_every=1)
     rest = sal.rest_params
     assert rest == 6 + 6 * 3 + 3
+    sal.penalty()
+    assert sal.step()  # one sweep: an export before it is refused (test below)
     with pytest.raises(ValueError, match=rf"'budget' argument of SALAAD.export must be at least the "
                                          rf"smallest exportable count {rest} .*Got {rest - 1}\."):
         sal.export(rest - 1)
@@ -77,3 +79,31 @@ def test_other_bad_inputs():
         rpca_ialm([[1.0, float("nan")], [0.0, 1.0]])
     with pytest.raises(ValueError, match=r"'support' argument of HiddenMarkovTask must be an int in \[1, 8\]"):
         HiddenMarkovTask(n_states=4, vocab=8, support=9)
+
+
+def test_export_before_the_first_sweep_is_refused():
+    """December trial D3: export() before any sweep returned a model whose targeted weights were
+    all zero, at any budget, without a word."""
+    sal = SALAAD(_model(), targets=r"^0$", rho=0.1)
+    with pytest.raises(RuntimeError, match=r"SALAAD.export: no sweep has run yet"):
+        sal.export(10 ** 9)
+
+
+def test_load_state_dict_checks_block_shapes():
+    """December trial D4: a state with the same block names but other shapes was accepted."""
+    small = SALAAD(torch.nn.Sequential(torch.nn.Linear(8, 8)), targets=r"^0$")
+    big = SALAAD(torch.nn.Sequential(torch.nn.Linear(16, 16)), targets=r"^0$")
+    with pytest.raises(ValueError, match=r"'state' argument of SALAAD.load_state_dict must be blocks "
+                                         r"of this model's shapes \(block '0': \(8, 8\)\)\. Got "
+                                         r"\"L of block '0' with shape \(16, 16\)\""):
+        small.load_state_dict(big.state_dict())
+
+
+def test_budget_curve_evaluator_must_return_a_number():
+    """December trial D15: an evaluator returning a str gave a raw float conversion error."""
+    sal = SALAAD(_model(), targets=r"^0$", rho=0.1, admm_every=1)
+    sal.penalty()
+    sal.step()
+    with pytest.raises(TypeError, match=r"'evaluate' argument of SALAAD.budget_curve must be a "
+                                        r"callable returning a real number per model"):
+        sal.budget_curve(lambda model: "good", fractions=(1.0,))

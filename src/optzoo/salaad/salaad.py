@@ -27,6 +27,7 @@ embeddings and head); the export density counts exact non-zeros; the default ``i
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -317,6 +318,10 @@ class SALAAD:
         """
         if budget is not None:
             budget = check_int("budget", budget, owner="SALAAD.export", low=0)
+        if self.sweeps == 0:
+            raise RuntimeError("SALAAD.export: no sweep has run yet, so every block's L and S are "
+                               "still 0 and the export would zero every targeted weight; call "
+                               "step() (or train with SALAADTrainer) until at least one sweep runs")
         L = {k: st.L for k, st in self.blocks.items()}
         S = {k: st.S for k, st in self.blocks.items()}
         return compress_blocks(self.model, self.weights, L, S, budget=budget, gamma=gamma,
@@ -331,8 +336,14 @@ class SALAAD:
         for f in fractions:
             f = check_real("fractions", f, owner="SALAAD.budget_curve", low=0.0, high=1.0)
             c = self.export(self.rest_params + round(f * self.target_params), gamma=gamma, energy=energy)
+            v = evaluate(c.model)
+            if isinstance(v, torch.Tensor) and v.numel() == 1:
+                v = v.item()
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                fail("evaluate", "SALAAD.budget_curve", "a callable returning a real number per model",
+                     f"{type(v).__name__} {v!r}"[:60], exc=TypeError)
             out.append({"fraction": f, "budget": c.budget, "params": c.params, "bytes": c.nbytes,
-                        "index_bytes": c.index_bytes, "value": float(evaluate(c.model))})
+                        "index_bytes": c.index_bytes, "value": float(v)})
         return out
 
     # ------------------------------------------------------------------ checkpointing
@@ -347,6 +358,13 @@ class SALAAD:
         if set(state.get("blocks", {})) != set(self.weights):
             fail("state", "SALAAD.load_state_dict", f"a state with the blocks {sorted(self.weights)}",
                  sorted(state.get("blocks", {})))
+        for k, b in state["blocks"].items():
+            want = tuple(self.weights[k].shape)
+            for part in ("L", "S", "Y"):
+                got = tuple(b[part].shape)
+                if got != want:
+                    fail("state", "SALAAD.load_state_dict", f"blocks of this model's shapes (block "
+                         f"{k!r}: {want})", f"{part} of block {k!r} with shape {got}")
         self.config = SALAADConfig(**state["config"])
         self.calls, self.sweeps = int(state["calls"]), int(state["sweeps"])
         for k, b in state["blocks"].items():
