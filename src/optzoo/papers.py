@@ -183,7 +183,7 @@ PAPERS: tuple[Paper, ...] = (
                "SparseLowRankLinear", "admm_sweep", "allocate", "compress_blocks", "energy_rank",
                "magnitude_prune_compress", "rpca_compress", "rpca_decompose", "rpca_ialm",
                "sltrain_model", "soft_threshold", "svt", "truncated_svd_compress"),
-          headline_claims=("curve_beats_posthoc",),
+          headline_claims=("comparable",),
           implemented=True),
     Paper(15, "reward_calibration", "Disentangled preference optimization: incentive-score decomposition and reward calibration",
           "ICML 2026", "2604.18239", "IceyWuu/DisentangledPreferenceOptimization", "official-code", "",

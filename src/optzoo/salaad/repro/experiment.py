@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from optzoo._core.rng import derive_seed
+from optzoo.repro.evidence import Record
 from optzoo.salaad import (
     SALAAD,
     magnitude_prune_compress,
@@ -57,19 +58,24 @@ def _schedule(cfg):
     return f
 
 
-def train(model, data, cfg, *, rho=None, progress=None, every=10):
+def train(model, data, cfg, *, rho=None, couple=True, progress=None, every=10):
     """AdamW (lr, betas (0.9, 0.95), eps 1e-8, wd 0), warm-up + cosine to 0.1 lr, clip 1.0;
-    with ``rho``: SALAAD in coupled mode on the same loop. Returns (sal, curve, seconds, svd s)."""
+    with ``rho``: SALAAD's sweeps on the same loop. ``couple=True``: SALAAD in coupled mode (its
+    penalty in the loss: the X-step is pulled towards L + S). ``couple=False``: the control, the
+    penalty's weight in the X-step set to 0 (``loss = task + 0 * penalty``: the gradient, the clip
+    and the weights are exactly those of plain training) while the sweeps, the controller and the
+    dual run unchanged on the dense trajectory. Returns (sal, curve, seconds, svd s)."""
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(cfg))
     sal = None
     if rho is not None:
         sal = SALAAD(model, targets=TARGETS, rank_ratio=cfg.rank_ratio, density=cfg.density, rho=rho,
                      admm_every=cfg.admm_every, k_alpha=cfg.k_alpha, k_beta=cfg.k_beta)
+    weight = 1.0 if couple else 0.0
     curve, t_svd, t0 = [], 0.0, time.process_time()
     for t, x in enumerate(data):
         task_loss = model(input_ids=x, labels=x).loss
-        loss = task_loss + sal.penalty() if sal is not None else task_loss
+        loss = task_loss + weight * sal.penalty() if sal is not None else task_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -137,69 +143,104 @@ def _run_sltrain(cfg, seed, budgets, data, val, progress) -> dict:
     return out
 
 
-def run_seed(cfg, seed, progress) -> dict:
+#: every arm whose export is scored at every budget
+EXPORT_ARMS = ("salaad", "salaad_uncoupled", "svd", "prune", "rpca")
+
+
+def _part(f: float) -> str:
+    return f"f={f:g}"
+
+
+def run_seed(cfg, seed, progress) -> list[Record]:
+    """One seed, every arm on the same task, init, data order, validation sequences and budgets.
+
+    Arms: ``dense`` (plain AdamW), ``salaad`` (coupled), ``salaad_uncoupled`` (the control: the
+    same sweeps, controller and export on the dense run, the penalty's weight in the X-step 0,
+    so its X *is* the dense model), post-hoc ``svd``, ``prune`` and ``rpca`` of the dense model,
+    ``bayes`` (the exact Bayes NLL of the validation sequences) and, at full, ``sltrain``."""
     n_tune = len(cfg.rho_grid) * cfg.steps if cfg.rho_grid else 0
     n_slt = len(cfg.sltrain_fractions) * (len(cfg.sltrain_grid) + (len(cfg.sltrain_grid) > 1)) * cfg.steps
     progress.start(2 * cfg.steps + n_tune + n_slt + 4, "salaad")
-    res: dict = {"config": {"fractions": list(cfg.fractions), "rank_ratio": cfg.rank_ratio,
-                            "density": cfg.density, "steps": cfg.steps, "layers": cfg.layers}}
+    rec: list[Record] = []
+    add = rec.append
     rho, tune_scores = cfg.rho, None
     if cfg.rho_grid:
         rho, tune_scores = _tune_rho(cfg, seed, progress)
-    res["rho"], res["rho_scores"] = rho, tune_scores and {str(k): v for k, v in tune_scores.items()}
+    add(Record("", "salaad", "", "rho", rho))
+    for k, v in (tune_scores or {}).items():
+        add(Record("", "salaad", f"rho={k:g}", "tune_score", v))
+    add(Record("", "config", "", "rank_ratio_target", cfg.rank_ratio))
+    add(Record("", "config", "", "density_target", cfg.density))
     task = HiddenMarkovTask(n_states=cfg.states, vocab=cfg.vocab, seed=derive_seed(seed, "task") % 2**31)
     data = batches(task, cfg, seed, cfg.steps)
     val = task.sample(cfg.val_seqs, cfg.seq_len, seed=derive_seed(seed, "val"))
-    res["entropy"] = task.bayes_nll(val)
+    H = task.bayes_nll(val)
+    add(Record("", "bayes", "val", "nll", H))
 
+    # dense training carries the control's sweeps: its weights are those of plain training
     dense = build_model(cfg, seed)
-    _, curve_d, sec_d, _ = train(dense, data, cfg, progress=progress)
+    ctl, curve_d, sec_d, svd_d = train(dense, data, cfg, rho=rho, couple=False, progress=progress)
     model = build_model(cfg, seed)
     sal, curve_s, sec_s, svd_s = train(model, data, cfg, rho=rho, progress=progress)
-    res["train_curve"] = {"dense": curve_d, "salaad": curve_s}
-    res["time"] = {"dense": sec_d, "salaad": sec_s, "salaad_sweeps": svd_s}
-    res["dense_nll"] = val_nll(dense, val)
-    res["salaad_x_nll"] = val_nll(model, val)
-    res["residual"] = sal.residual()
-    res["controller"] = {k: {kk: v for kk, v in d.items() if kk != "shape"} | {"shape": list(d["shape"])}
-                         for k, d in sal.stats().items()}
-    stride = max(1, sal.sweeps // 100)
-    res["history"] = {k: {h: v[::stride] for h, v in d.items()} for k, d in sal.history.items()}
-    res["history_stride"] = stride
+    for arm, curve in (("dense", curve_d), ("salaad", curve_s)):
+        rec += [Record("", arm, f"t={t}", "train_nll", v, x=t) for t, v in curve]
+    for arm, sec, sv in (("dense", sec_d, svd_d), ("salaad", sec_s, svd_s)):
+        add(Record("", arm, "train", "cpu_s", sec))
+        add(Record("", arm, "sweeps", "cpu_s", sv))
+    nll_dense, nll_x = val_nll(dense, val), val_nll(model, val)
+    for arm, v in (("dense", nll_dense), ("salaad_uncoupled", nll_dense), ("salaad", nll_x)):
+        add(Record("", arm, "val", "x_nll", v))
+        add(Record("", arm, "val", "x_excess", v - H))
+    for arm, s in (("salaad", sal), ("salaad_uncoupled", ctl)):
+        add(Record("", arm, "", "residual", s.residual()))
+        add(Record("", arm, "", "full_params", s.full_params()))
+        for k, d in s.stats().items():
+            for key in ("rank_ratio", "density", "tau_L", "tau_S"):
+                add(Record("", arm, k, key, d[key]))
+        stride = max(1, s.sweeps // 50)
+        for k, h in s.history.items():
+            for key in ("rank_ratio", "density"):
+                rec += [Record("", arm, f"{k}@{i}", f"hist_{key}", v, x=i)
+                        for i, v in list(enumerate(h[key]))[::stride]]
     progress.advance()
 
     rest, total = sal.rest_params, sal.target_params
     budgets = [rest + round(f * total) for f in cfg.fractions]
-    res["rest_params"], res["target_params"], res["budgets"] = rest, total, budgets
-    res["full_params"] = sal.full_params()
-    out = {m: {"nll": [], "params": [], "bytes": [], "index_bytes": []} for m in ("salaad", "svd", "prune", "rpca")}
+    add(Record("", "config", "", "rest_params", rest))
+    add(Record("", "config", "", "target_params", total))
 
-    def record(name, c):
-        out[name]["nll"].append(val_nll(c.model, val))
-        out[name]["params"].append(c.params)
-        out[name]["bytes"].append(c.nbytes)
-        out[name]["index_bytes"].append(c.index_bytes)
+    def record(arm, f, b, c):
+        nll = val_nll(c.model, val)
+        for metric, v in (("nll", nll), ("excess", nll - H), ("params", c.params), ("budget", b),
+                          ("bytes", c.nbytes), ("index_bytes", c.index_bytes)):
+            add(Record(_part(f), arm, "val", metric, v))
 
-    for b in budgets:
-        record("salaad", sal.export(b, gamma=cfg.gamma))
+    for arm, s in (("salaad", sal), ("salaad_uncoupled", ctl)):
+        prev = -1
+        for f, b in sorted(zip(cfg.fractions, budgets, strict=True), key=lambda p: p[1]):
+            c = s.export(b, gamma=cfg.gamma)
+            record(arm, f, b, c)
+            add(Record("", arm, _part(f), "one_run", float(c.params <= b and c.params >= prev)))
+            prev = c.params
     progress.advance()
     dense_w = {k: dict(dense.named_modules())[k].weight for k in sal.weights}
     t0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a block whose IALM stops at max_iter is still used
         dec = rpca_decompose(dense_w)
-    res["time"]["rpca"] = time.process_time() - t0
-    for b in budgets:
-        record("svd", truncated_svd_compress(dense, dense_w, b))
-        record("prune", magnitude_prune_compress(dense, dense_w, b))
-        record("rpca", rpca_compress(dense, dense_w, b, gamma=cfg.gamma, decompositions=dec))
+    add(Record("", "rpca", "decompose", "cpu_s", time.process_time() - t0))
+    for f, b in zip(cfg.fractions, budgets, strict=True):
+        record("svd", f, b, truncated_svd_compress(dense, dense_w, b))
+        record("prune", f, b, magnitude_prune_compress(dense, dense_w, b))
+        record("rpca", f, b, rpca_compress(dense, dense_w, b, gamma=cfg.gamma, decompositions=dec))
     progress.advance()
-    res["methods"] = out
     if cfg.sltrain_fractions:
-        res["sltrain"] = _run_sltrain(cfg, seed, budgets, data, val, progress)
-        res["sltrain"]["salaad_nll"] = [out["salaad"]["nll"][cfg.fractions.index(f)] for f in cfg.sltrain_fractions]
-        res["sltrain"]["salaad_params"] = [out["salaad"]["params"][cfg.fractions.index(f)]
-                                           for f in cfg.sltrain_fractions]
-    res["dense_bytes"] = sum(p.numel() * p.element_size() for p in dense.parameters())
+        slt = _run_sltrain(cfg, seed, budgets, data, val, progress)
+        for i, f in enumerate(slt["fractions"]):
+            for metric in ("nll", "params", "budget", "share", "seconds", "tune_seconds"):
+                add(Record(_part(f), "sltrain", "val", metric, slt[metric][i]))
+            add(Record(_part(f), "sltrain", "val", "excess", slt["nll"][i] - H))
+            add(Record(_part(f), "sltrain", "val", "runs", 1 + len(slt["tune_scores"][i])))
+    add(Record("", "dense", "", "bytes", sum(p.numel() * p.element_size() for p in dense.parameters())))
     progress.advance()
-    return res
+    return rec
