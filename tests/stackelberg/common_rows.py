@@ -64,6 +64,9 @@ def rows(Bad, SolverInfo, OptimInfo):
             r"'body_params' argument of StackelbergGD"),
         Bad("no closure (alternating)", lambda: StackelbergGD(p()[:1], p()[1:]).step(), ValueError,
             r"'closure' argument of StackelbergGD\.step must be a closure in alternating mode"),
+        Bad("closure returns None (trial D14)", lambda: StackelbergGD(p()[:1], p()[1:]).step(lambda: None),
+            TypeError, r"'closure' argument of StackelbergGD\.step must be a closure returning the loss "
+                       r"\(a scalar tensor, after calling backward\)\. Got 'NoneType'"),
     ]
     nonfinite_exc = (FloatingPointError, r"NaN/inf objective")
     return ([OptimInfo("StackelbergGD-alternating", _problem, make_alt, _step, bad=bad,

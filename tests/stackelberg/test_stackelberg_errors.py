@@ -89,6 +89,10 @@ def test_best_response_validation():
     with pytest.raises(ValueError, match=r"'features' argument of exact_head_best_response must be "
                                          r"finite"):
         exact_head_best_response(H * float("nan"), Y)
+    # December trial D14: rank-deficient features at a tiny lam gave a raw LinAlgError
+    with pytest.raises(ValueError, match=r"'lam' argument of exact_head_best_response must be large "
+                                         r"enough that the ridge system is solvable"):
+        exact_head_best_response(torch.ones(20, 5), torch.randn(20), lam=1e-12)
 
 
 def test_curvature_validation():
@@ -101,6 +105,15 @@ def test_curvature_validation():
         hessian_top_eig(lambda x: (x ** 2).sum(), [torch.ones(2)], method="arnoldi")
     with pytest.raises(ValueError, match=r"'iters' argument of hessian_top_eig must be an int in"):
         hessian_top_eig(lambda x: (x ** 2).sum(), [torch.ones(2)], iters=0)
+    # December trial D14: these were raised deep inside (or raw), naming other functions
+    with pytest.raises(ValueError, match=r"'iters' argument of curvature must be an int in"):
+        curvature(net, "mse", X, y, iters=0)
+    with pytest.raises(ValueError, match=r"'lam' argument of curvature must be a finite real number "
+                                         r"in \(0, inf\)\. Got 0\.0"):
+        curvature(net, "mse", X, y, lam=0.0)
+    with pytest.raises(ValueError, match=r"'Y' argument of curvature must be targets of shape "
+                                         r"\(N=8, \d+\)"):
+        curvature(net, "mse", X, torch.randn(8, 7))
 
 
 def test_baseline_group_validation():

@@ -48,14 +48,19 @@ def _prepare(features, targets, lam, bias, owner):
     return H, Y.to(H.dtype), lam
 
 
-def _solve_head(H, Y, lam):
+def _solve_head(H, Y, lam, owner="exact_head_best_response"):
     N, m = H.shape[-2], H.shape[-1]
     HT = H.transpose(-1, -2)
-    if m <= N:  # primal m x m system
-        A = HT @ H + N * lam * torch.eye(m, dtype=H.dtype, device=H.device)
-        return torch.linalg.solve(A, HT @ Y).transpose(-1, -2)           # (K, m)
-    A = H @ HT + N * lam * torch.eye(N, dtype=H.dtype, device=H.device)  # kernel N x N system
-    return (HT @ torch.linalg.solve(A, Y)).transpose(-1, -2)
+    try:
+        if m <= N:  # primal m x m system
+            A = HT @ H + N * lam * torch.eye(m, dtype=H.dtype, device=H.device)
+            return torch.linalg.solve(A, HT @ Y).transpose(-1, -2)           # (K, m)
+        A = H @ HT + N * lam * torch.eye(N, dtype=H.dtype, device=H.device)  # kernel N x N system
+        return (HT @ torch.linalg.solve(A, Y)).transpose(-1, -2)
+    except torch.linalg.LinAlgError:
+        fail("lam", owner, f"large enough that the ridge system is solvable in {H.dtype} (the "
+             "features are rank deficient and N lam I does not lift them above rounding; raise "
+             "lam or use float64)", lam)
 
 
 def exact_head_best_response(features, targets, *, lam: float = 1e-4, bias: bool = False):
@@ -71,7 +76,7 @@ def exact_head_best_response(features, targets, *, lam: float = 1e-4, bias: bool
     True
     """
     H, Y, lam = _prepare(features, targets, lam, bias, "exact_head_best_response")
-    W = _solve_head(H, Y, lam)
+    W = _solve_head(H, Y, lam, "exact_head_best_response")
     return (W[..., :-1], W[..., -1]) if bias else (W, None)
 
 
@@ -87,7 +92,7 @@ def stackelberg_objective(features, targets, *, lam: float = 1e-4, bias: bool = 
     check_choice("form", form, ("primal", "kernel"), owner=owner)
     H, Y, lam = _prepare(features, targets, lam, bias, owner)
     N = H.shape[-2]
-    W = _solve_head(H, Y, lam)
+    W = _solve_head(H, Y, lam, owner)
     if form == "primal":
         R = H @ W.transpose(-1, -2) - Y
         phi = (R * R).sum((-1, -2)) / (2 * N) + 0.5 * lam * (W * W).sum((-1, -2))

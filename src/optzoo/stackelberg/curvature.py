@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from optzoo._core.rng import torch_generator
-from optzoo._core.validation import check_choice, check_int, fail
+from optzoo._core.validation import check_choice, check_int, check_real, fail
 
 __all__ = ["curvature", "hessian_top_eig"]
 
@@ -130,6 +130,8 @@ def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, 
              "loss)", loss)
     if not torch.is_tensor(X) or not torch.is_tensor(Y):
         fail("X", owner, "a torch tensor (with Y a tensor too)", type(X).__name__, exc=TypeError)
+    lam = check_real("lam", lam, owner=owner, low=0.0, closed="neither" if "phi" in which else "left")
+    iters = check_int("iters", iters, owner=owner, low=1)
     mod, head_names = _resolve_head(model, head, owner)
     if mod is None:
         fail("head", owner, "a submodule (its input defines the features)", head)
@@ -140,6 +142,12 @@ def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, 
     has_bias = getattr(mod, "bias", None) is not None
     Yt = Y.unsqueeze(-1) if Y.ndim == 1 else Y
     N = X.shape[0]
+    if loss == "mse":
+        with torch.no_grad():
+            width = model(X).reshape(N, -1).shape[1]
+        if Yt.shape[0] != N or Yt.reshape(N, -1).shape[1] != width:
+            fail("Y", owner, f"targets of shape (N={N}, {width}) or (N,) when the output has one "
+                 "column (the model's output width)", tuple(Y.shape))
 
     def as_dict(ts):
         return {**fixed, **dict(zip(body_names, ts, strict=True))}

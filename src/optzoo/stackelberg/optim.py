@@ -168,7 +168,14 @@ class StackelbergGD(torch.optim.Optimizer):
     def _call(self, closure) -> torch.Tensor:
         with torch.enable_grad():
             loss = closure()
-        v = float(loss.detach()) if torch.is_tensor(loss) else float(loss)
+        if torch.is_tensor(loss) and loss.numel() == 1:
+            v = float(loss.detach())
+        elif isinstance(loss, (int, float)) and not isinstance(loss, bool):
+            v = float(loss)
+        else:
+            got = tuple(loss.shape) if torch.is_tensor(loss) else type(loss).__name__
+            fail("closure", _OWNER + ".step", "a closure returning the loss (a scalar tensor, after "
+                 "calling backward)", got, exc=TypeError)
         if not math.isfinite(v):
             fail("closure", _OWNER + ".step", "a closure returning a finite loss (got a NaN/inf "
                  "objective)", v, exc=FloatingPointError)
