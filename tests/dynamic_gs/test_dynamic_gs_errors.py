@@ -30,6 +30,9 @@ def _w(n=4):
     (lambda: UpdateMixtureAdam([_w()], restate={"every": 1}), TypeError, r"'restate' argument of UpdateMixtureAdam must be a RestateConfig"),
     (lambda: RestateConfig(ratio=(0.1, 1.5)), ValueError, r"'ratio' argument of RestateConfig must be a finite real number in \[0, 1\]\. Got 1\.5"),
     (lambda: RestateConfig(every=0), ValueError, r"'every' argument of RestateConfig"),
+    # December trial D18
+    (lambda: RestateConfig(start=100, end=10), ValueError, r"'end' argument of RestateConfig must be greater than start = 100 \(otherwise restating never runs\)\. Got 10"),
+    (lambda: __import__("optzoo.dynamic_gs.raster", fromlist=["look_at"]).look_at((1.0, 2.0, 3.0), (1.0, 2.0, 3.0)), ValueError, r"'target' argument of look_at must be a point other than eye"),
     (lambda: RegSpec(clip=0.0), ValueError, r"'clip' argument of RegSpec must be a finite real number in \(0, inf\)"),
     (lambda: RegSpec(kind="rgb_l1"), ValueError, r"'kind' argument of RegSpec must be one of"),
     (lambda: StochasticAttributeAveraging([_w()], prob=1.2), ValueError, r"'prob' argument of StochasticAttributeAveraging"),

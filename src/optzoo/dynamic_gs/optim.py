@@ -98,6 +98,8 @@ class RestateConfig:
         check_int("start", self.start, owner=o, low=0)
         check_int("end", self.end, owner=o, low=0)
         check_int("switch", self.switch, owner=o, low=0)
+        if self.end <= self.start:
+            fail("end", o, f"greater than start = {self.start} (otherwise restating never runs)", self.end)
         if not (isinstance(self.ratio, (tuple, list)) and len(self.ratio) == 2):
             fail("ratio", o, "a pair (before switch, after switch) of fractions in [0, 1]", self.ratio)
         for r in self.ratio:

@@ -23,7 +23,8 @@ the near plane, too transparent (:math:`o<1/255`) or entirely off screen, exactl
 visibility gsplat returns in ``info["radii"]``.
 
 ``backend="dense"`` evaluates every (Gaussian, pixel) pair (the reference);
-``backend="tiled"`` evaluates only the pairs whose tile the Gaussian's square of radius
+``backend="tiled"`` (the default since December 2026: 9-33x faster in a new user's trial at
+500-2000 splats) evaluates only the pairs whose tile the Gaussian's square of radius
 :math:`r` touches (gathered into a padded ``[tiles, max per tile]`` table), and agrees with
 the dense path to float rounding. No early ray termination (every pair with alpha above the
 threshold is composited), which is what makes the two paths exactly comparable.
@@ -92,6 +93,8 @@ def look_at(eye, target, up=(0.0, 1.0, 0.0), *, dtype=torch.float32) -> Tensor:
     """World-to-camera 4x4 (OpenCV convention: +z forward, +y down) looking from ``eye``."""
     eye, target, up = (torch.as_tensor(v, dtype=torch.float64) for v in (eye, target, up))
     z = target - eye
+    if float(z.norm()) < 1e-12:
+        fail("target", "look_at", "a point other than eye (there is no viewing direction)", target.tolist())
     z = z / z.norm()
     x = torch.linalg.cross(z, up)
     if float(x.norm()) < 1e-12:
@@ -199,7 +202,7 @@ def _composite(alpha: Tensor, colors: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def rasterize(means: Tensor, quats: Tensor, scales: Tensor, opacities: Tensor, colors: Tensor,
-              camera: Camera, *, background: Tensor | None = None, backend: str = "dense",
+              camera: Camera, *, background: Tensor | None = None, backend: str = "tiled",
               tile_size: int = 8, chunk: int = 4096) -> tuple[Tensor, dict[str, Tensor]]:
     """Render ``[H, W, C]`` and an info dict (``radii``, ``means2d``, ``depths``, ``alpha``
     = 1 - T_final per pixel). ``scales`` are positive standard deviations (not logs),
