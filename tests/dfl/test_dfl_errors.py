@@ -67,6 +67,8 @@ CASES = [
      r"'costs' argument of precompute must be of shape \(n, 7\)"),
     ("regret shapes", lambda: decision_regret(np.ones((2, 7)), np.ones((3, 7)), np.ones(3), SP),
      ValueError, r"'pred_cost' argument of decision_regret must be a non-empty \(n, d\) array"),
+    ("regret of an all-zero optimum (trial D18)", lambda: decision_regret(np.ones((3, 7)), np.ones((3, 7)), np.zeros(3), SP),
+     ValueError, r"'true_obj' argument of decision_regret must be not all zero when reduction='normalized'"),
     ("lp sense", lambda: LinearProgramModel(2, sense="maximize"), ValueError,
      r"'sense' argument of LinearProgramModel must be one of 'min', 'max'"),
     ("lp A width", lambda: LinearProgramModel(2, A_ub=[[1.0, 1.0, 1.0]], b_ub=[1.0]), ValueError,

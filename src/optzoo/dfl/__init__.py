@@ -38,6 +38,12 @@ Example (shortest path, PyEPO data, candidate A; the block refuses any solver ca
     res.fun, res.nfev                                            # test regret, 0 solver calls
 """
 
+try:
+    import pyepo  # noqa: F401  (every model here is a PyEPO optModel)
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("optzoo.dfl is built on PyEPO's models and losses: pip install "
+                      "'optzoo[dfl]' (or 'pyepo>=0.3')") from exc
+
 from optzoo.dfl.models import (
     FeasibleSetModel,
     LinearProgramModel,

@@ -167,7 +167,10 @@ def decision_regret(pred_cost, true_cost, true_obj, optmodel, *, reduction: str 
     W = _solve_rows(optmodel, P)
     loss = s * ((W * C).sum(1) - z)
     if reduction == "normalized":
-        return float(loss.sum() / (np.abs(z).sum() + 1e-7))
+        if not np.abs(z).sum() > 0:
+            fail("true_obj", owner, "not all zero when reduction='normalized' (the normalised regret "
+                 "divides by sum |z*|; use reduction='sum' or 'mean')", "all zeros")
+        return float(loss.sum() / (np.abs(z).sum() + 1e-7))  # PyEPO's 1e-7, kept for parity
     if reduction == "sum":
         return float(loss.sum())
     if reduction == "mean":
