@@ -20,8 +20,10 @@ Two oracles for the same problems, both licence-free and exact:
   the CPU budget (portfolio, a continuous problem, uses its exact solver for both);
 * the timing runs use the general solvers a user would call, SciPy's HiGHS
   (:func:`optzoo.dfl.shortest_path_model`, LP; :func:`optzoo.dfl.knapsack_model`, MILP): the
-  pre-computation and a few epochs of each method on ``time_n`` instances, CPU time
-  (``time.process_time``, so a loaded machine does not inflate it).
+  pre-computation and a few epochs of each method on ``time_n`` instances, process CPU time
+  (``time.process_time``: other processes are not charged to it, but a loaded machine still
+  moves it, through cache and memory contention and spinning threads; review X4). Timing
+  therefore feeds findings only; the claims count solver calls.
 """
 
 from __future__ import annotations
