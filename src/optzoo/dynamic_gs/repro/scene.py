@@ -9,7 +9,7 @@ origin; cameras 3 and 8 are the test views, camera 6 the validation view (tuning
 other 9 train. GT images are rendered at 2x and average-pooled, plus N(0, 0.01^2) noise.
 
 Model (STG-like, :func:`optzoo.dynamic_gs.init_stg`): backdrop rows from the noisy GT
-backdrop centres (near-static in time), dynamic rows from noisy GT object centres at 4 init
+backdrop centres (near-static in time), dynamic rows from noisy GT object centres at 4 training
 frames (a subsample of ``init_per_obj`` per object and frame), centre time = that frame.
 N is fixed (no densification), which removes a confound.
 """
@@ -106,7 +106,7 @@ def gt_gaussians(world, tau: float, dtype=torch.float32):
     return t(means), t(quats), t(scales), t(op), t(cols)
 
 
-def make_scene(cfg, seed: int, amplitude: float) -> dict:
+def make_scene(cfg, seed: int, amplitude: float, protocol: str = "all_frames") -> dict:
     """World, cameras, GT images [cams, frames, H, W, 3] and the initial model."""
     world = make_world(seed, amplitude, bg_side=cfg.bg_side, obj_size=cfg.obj_size)
     cams = cameras(cfg.size, cfg.size)
@@ -122,17 +122,20 @@ def make_scene(cfg, seed: int, amplitude: float) -> dict:
                 small = torch.nn.functional.avg_pool2d(big.permute(2, 0, 1)[None], 2)[0].permute(1, 2, 0)
                 imgs[c, f] = small + torch.as_tensor(rng.normal(0, 0.01, small.shape), dtype=torch.float32)
     return {"world": world, "cams": cams, "taus": taus, "images": imgs.clamp(0, 1),
-            "init": init_model(world, cfg, seed), "backend": cfg.backend}
+            "init": init_model(world, cfg, seed, train_frames(cfg, protocol)), "backend": cfg.backend}
 
 
-def init_model(world, cfg, seed: int) -> dict[str, torch.Tensor]:
+def init_model(world, cfg, seed: int, frames=None) -> dict[str, torch.Tensor]:
+    """The model init; dynamic rows from 4 of the training ``frames`` (every frame if None), so
+    a held-out frame never seeds the model."""
     rng = np_rng(seed, "init")
     nb = world["bg"].shape[0]
     bg_idx = rng.choice(nb, size=min(cfg.n_bg, nb), replace=False)
     means = [world["bg"][bg_idx] + rng.normal(0, 0.04, (bg_idx.size, 3))]
     cols = [world["bg_col"][bg_idx] + rng.normal(0, 0.05, (bg_idx.size, 3))]
     times = [np.full(bg_idx.size, 0.5)]
-    init_frames = np.linspace(0, cfg.frames - 1, 5)[:4].round().astype(int)
+    frames = list(range(cfg.frames)) if frames is None else list(frames)
+    init_frames = [frames[i] for i in np.linspace(0, len(frames) - 1, 5)[:4].round().astype(int)]
     for f in init_frames:
         tau = f / max(cfg.frames - 1, 1)
         pos = object_positions(world, tau)
@@ -176,6 +179,30 @@ def grad_scales(scene, splats, seq) -> dict[str, float]:
     return {k: max(float(np.mean(v)) if v else 1.0, 1e-12) for k, v in acc.items()}
 
 
+#: the update mixture's components (spec section 1): SSU (strictly sparse update), RSR
+#: (re-state regularisation), CC (constant-corrected step, scale-free kappa = 1), SAA
+#: (stochastic attribute averaging); DAR (decoupled opacity regularisation) only in the
+#: predecessor-style arm ``ssu_rsr_dar``
+MIXTURE = ("ssu", "rsr", "cc", "saa")
+_NAMED = {"full": set(MIXTURE), "full_no_mix": {"ssu", "rsr"}, "ssu": {"ssu"}, "cc": {"cc"}, "ssu_cc": {"ssu", "cc"},
+          "ssu_rsr_dar": {"ssu", "rsr", "dar"}}
+
+
+def components(name: str) -> frozenset[str]:
+    """The components an arm of the update mixture runs: ``"full"`` (all four), ``"full_no_X"``
+    (all but X, the ablation of X: everything else, schedules included, unchanged),
+    ``"full_no_mix"`` (the mixture's two mixing components, CC and SAA, removed: the strictly
+    sparse update with RSR only) or a named partial arm (``"ssu"``, ``"cc"``, ``"ssu_cc"``,
+    ``"ssu_rsr_dar"``)."""
+    if name in _NAMED:
+        return frozenset(_NAMED[name])
+    if name.startswith("full_no_") and name[len("full_no_"):] in MIXTURE:
+        return frozenset(set(MIXTURE) - {name[len("full_no_"):]})
+    raise ValueError(f"The 'name' argument of components must be an update-mixture arm ('full', "
+                     f"'full_no_<component>' with a component in {MIXTURE}, or one of {sorted(_NAMED)}). "
+                     f"Got {name!r}.")
+
+
 class Arm:
     """An arm: builds its optimizers over the splats and steps them with the mask."""
 
@@ -202,20 +229,20 @@ class Arm:
             self.module = torch.nn.ParameterDict(splats)
             self.swa = AveragedModel(self.module)
         else:
+            comps = components(name)
             kw = {}
-            sparse = name != "cc"
-            if name in ("full", "ssu_rsr_dar"):
+            if "rsr" in comps:
                 kw["restate"] = RestateConfig(every=max(steps // 30, 1), start=max(steps // 30, 1),
                                               end=steps // 2, switch=(7 * steps) // 30)
-            if name in ("full", "cc", "ssu_cc"):
+            if "cc" in comps:
                 kw["cc_rel"] = 1.0
-            self.opt = UpdateMixtureAdam(groups, eps=1e-15, sparse=sparse, seed=seed, **kw)
-            if name == "ssu_rsr_dar":
+            self.opt = UpdateMixtureAdam(groups, eps=1e-15, sparse="ssu" in comps, seed=seed, **kw)
+            if "dar" in comps:
                 for gr in self.opt.param_groups:
                     if gr["name"] == "opacities":
                         gr["decoupled_reg"] = RegSpec("opacity_l1", weight=1e-3, clip=10.0,
                                                       start=steps // 10, end=steps // 2)
-            if name == "full":
+            if "saa" in comps:
                 self.saa = StochasticAttributeAveraging(
                     [splats[k] for k in SAA_NAMES], start=steps // 3, every=max(steps // 30, 1), prob=0.1,
                     mix=1.0, seed=seed)
