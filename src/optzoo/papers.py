@@ -207,7 +207,8 @@ PAPERS: tuple[Paper, ...] = (
     Paper(17, "dynamic_gs", "Update mixture for explicit dynamic Gaussian splatting",
           "ICML 2026", None, None, "reconstructed", "only the abstract is public",
           "optimizer for splatting",
-          "Mixing update rules per Gaussian improves dynamic splatting quality and speed.",
+          "Under large motion, an update mixture for explicit dynamic splatting gives consistent "
+          "improvements and reduced generalization issues.",
           api=("UpdateMixtureAdam", "update_mixture_adam_update", "StochasticAttributeAveraging",
                "RestateConfig", "RegSpec", "RowState", "make_optimizers", "check_visibility",
                "MaskedAdam", "sparse_row_grad", "rasterize", "project", "Camera", "look_at",

@@ -93,7 +93,7 @@ SCALES = {
 #: lr multipliers chosen by ``tune`` (the grid value with the highest mean validation PSNR,
 #: camera 6 at the held-out odd frames) on tuning seeds 80000 and 80001, quick configuration,
 #: large motion, every arm of QUICK_ARMS plus full_no_ssu and full_no_rsr (tuned when quick still
-#: ran them); scores in ``tuning_quick.json`` beside this file
+#: ran them); scores in ``docs/tuning/dynamic_gs_quick.json``
 TUNED: dict[tuple[str, str], float] = {
     ("adam", "large"): 4.0, ("full", "large"): 4.0, ("full_no_mix", "large"): 2.0, ("full_no_ssu", "large"): 2.0,
     ("full_no_rsr", "large"): 4.0, ("full_no_cc", "large"): 2.0, ("full_no_saa", "large"): 8.0,
