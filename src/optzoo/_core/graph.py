@@ -437,7 +437,8 @@ def read_graph(source: Any, *, symmetrize: bool = True, owner: str = "read_graph
         ``.gz``; Matrix Market ``.mtx``; ``.csv``, header optional, optional ``weight``
         column; a dense n x n adjacency matrix as text),
         a networkx graph (node labels kept), a scipy.sparse matrix, an (m, 2) / (m, 3) numpy
-        edge array or a dense n x n numpy adjacency matrix (the rule of the text table above), a torch edge tensor ((m, 2) or PyG 2 x m) or sparse tensor, or a Graph.
+        edge array or a dense n x n numpy adjacency matrix (the text table's rule above), a
+        torch edge tensor ((m, 2) or PyG 2 x m) or sparse tensor, or a Graph.
     symmetrize : make an asymmetric matrix symmetric as ``max(A, A.T)``; with ``False`` an
         asymmetric matrix raises ``ValueError``. Edge lists are always undirected.
 

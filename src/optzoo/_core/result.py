@@ -8,8 +8,9 @@ travel in ``extra`` and are also readable as attributes (``res.density``).
 The one divergence rule of the project also lives here (:func:`divergence`): an iterate
 (or objective) has diverged when it is non-finite or its norm has grown beyond
 ``DIVERGENCE_GROWTH * (1 + |start|)``; a method that sees its objective also applies
-:func:`objective_divergence` (a final objective far above the start). Every iterative method reports that as
-``Status.DIVERGED`` plus a :class:`NotConvergedWarning`, never as a budget stop.
+:func:`objective_divergence` (a final objective far above the start). Every iterative
+method reports that as ``Status.DIVERGED`` plus a :class:`NotConvergedWarning`, never as a
+budget stop.
 """
 
 from __future__ import annotations
@@ -163,18 +164,15 @@ def diverged_mask(norms: Any, *, start: Any = 0.0, growth: float = DIVERGENCE_GR
         return ~np.isfinite(norms) | (norms > growth * (1.0 + np.asarray(start, dtype=float)))
 
 
-def warn_not_converged(owner: str, message: str, *, stacklevel: int | None = 3) -> None:
-    """Emit the project's one non-convergence / divergence warning. ``stacklevel=None``
-    attributes it to the first frame outside optzoo and torch (an optimizer's ``step`` runs
-    under torch's ``no_grad`` and profiling wrappers, whose depth is torch's business)."""
-    if stacklevel is None:
-        stacklevel = user_stacklevel()
+def warn_not_converged(owner: str, message: str, *, stacklevel: int = 3) -> None:
+    """Emit the project's one non-convergence / divergence warning."""
     warnings.warn(f"{owner}: {message}", NotConvergedWarning, stacklevel=stacklevel)
 
 
 def user_stacklevel() -> int:
     """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the first frame outside
-    the optzoo and torch packages."""
+    the optzoo and torch packages: an optimizer's ``step`` runs under torch's ``no_grad`` and
+    profiling wrappers, whose depth is torch's business."""
     import os
     import sys
 
