@@ -237,7 +237,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     if T > MAX_PLANNED and max_iter is None and budget is None and callback is None:
         fail("eps", _OWNER, f"large enough that the planned iteration count (here {T:.3g}, "
              f"from eps, L, rho and delta_f) stays below {MAX_PLANNED:.0e}, or give max_iter, "
-             "budget or a stopping callback (the method has no stopping test of its own)", eps)
+             "budget or a stopping callback (the plan bounds the iterations even with the stopping test)", eps)
     if max_iter is not None:
         T = check_int("max_iter", max_iter, owner=_OWNER, low=1)
     if budget is not None:
@@ -276,16 +276,15 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
             ledger.charge_gradient(delta_g)
         if stop == "test":
             u = g_hat / max(float(np.linalg.norm(g_hat)), 1e-300)
-            if not oracle.greater(x, x - t_test * u)[0]:
-                if ledger is not None:
-                    ledger.charge(1, "stopping test")
+            decreases = oracle.greater(x, x - t_test * u)[0]
+            if ledger is not None:
+                ledger.charge(1, "stopping test")
+            if not decreases:
                 status, message = Status.CONVERGED, (
                     f"stationarity certified at iteration {it}: no decrease at step {t_test:.3g} "
                     f"along -g_hat, so |grad f| <= eps = {eps:g} for an L-smooth f with the "
                     f"declared L = {L:g} (given the estimate's accuracy delta_g = {delta_g:g})")
                 break
-            if ledger is not None:
-                ledger.charge(1, "stopping test")
         if method == "ngd":
             x = x - step * g_hat
             accepted += 1
