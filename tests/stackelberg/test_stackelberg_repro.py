@@ -298,3 +298,32 @@ def test_mup_standin_equals_real_mup(monkeypatch):
         assert lr2 == pytest.approx(real[n][0]) and torch.equal(p.detach(), real[n][1]), n
     x = torch.randn(7, 64, generator=torch.Generator().manual_seed(0))
     assert torch.equal(m(x), m2(x))
+
+
+def test_matched_steps_drop_a_diverged_pair_only():
+    claim = next(c for c in CLAIMS if c.id == "curvature_sharper")
+    per = []
+    for s in range(3):
+        recs = []
+        for arm, v in (("uniform", 1.0), ("head_fast", 2.0), ("body_fast", 1.0)):
+            for k in range(2):
+                val = float("nan") if (arm == "uniform" and k == 1 and s == 0) else v * (1 + 0.01 * s)
+                recs.append(Record("standard", arm, f"t=10/e{k}", "curv_body", val))
+                recs.append(Record("standard", arm, f"t=0/e{k}", "curv_body", 1.0))  # step 0: ignored
+        per.append(recs)
+    got = claim.evidence.collect(per)["standard"]
+    assert np.allclose(got, [math.log(2.0)] * 3)  # seed 0 keeps its finite pair e0
+    ctl = claim.evidence.collect(per, claim.control.arms)["standard"]
+    assert np.allclose(ctl, [0.0] * 3)
+
+
+def test_control_records_differ_from_method_at_smoke(per_seed):
+    # the mirror is a different family: its tuned configurations have body LR >= head LR
+    for seed in per_seed:
+        for part in ("standard", "small"):
+            b = {r.metric: r.value for r in seed if r.arm == "body_fast" and r.part == part
+                 and r.instance == "tuning"}
+            h = {r.metric: r.value for r in seed if r.arm == "head_fast" and r.part == part
+                 and r.instance == "tuning"}
+            assert b["lr_body"] >= b["lr_head"] and h["lr_head"] >= h["lr_body"]
+            assert b["grid_size"] == h["grid_size"] and b["budget"] == h["budget"]
