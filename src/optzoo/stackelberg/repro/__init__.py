@@ -38,7 +38,13 @@ from optzoo.repro.claim import Claim
 from optzoo.repro.evidence import Control, Custom, Paired, Record, Value, records_of
 from optzoo.repro.figures import new_figure, save_figure
 
-__all__ = ["CLAIMS", "HEADLINE", "SCALES", "Config", "figures", "notes", "run"]
+__all__ = ["CLAIMS", "HEADLINE", "MAX_THREADS", "SCALES", "Config", "figures", "notes", "run"]
+
+#: One torch thread per unit: the room's tensors are tiny (batched 256 x 32 students, a 64-128-10
+#: MLP), so a second intra-op thread only adds synchronisation; on the loaded 2-core machine the
+#: first verdict attempt with the runner's default of 2 threads (``--jobs 1``) had not finished
+#: one seed after 6 CPU-minutes (the pilot, at one thread: 61-86 CPU-s a seed).
+MAX_THREADS = 1
 
 MIRROR = Control(
     arms={"head_fast": "body_fast"},
