@@ -143,7 +143,7 @@ def mup_optimizer(model, lr):
     return torch.optim.SGD(mup_sgd_param_groups(model, lr, width_mult=MUP_R))
 
 
-LRS = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+LRS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
 
 
 def grids(lrs=LRS, references=True):
