@@ -3,9 +3,10 @@
 Policy MLP 4 -> 64 -> 64 -> 2 (tanh), torch's default init drawn from an explicit generator;
 the baseline is an exponential moving average (weight 0.9) of earlier episodes' mean discounted
 return (0 in the first episode); Adam on :func:`stackelberg_param_groups` with body LR
-``BODY_LR`` and head LR ``c * BODY_LR``. c > 1 is chosen from ``RATIOS`` on a tuning
-environment seed and compared with c = 1 on the evaluation seed, same episodes for both. The
-metric is the mean undiscounted episode return over training. All settings INFERRED.
+``BODY_LR`` and head LR ``c * BODY_LR`` (``head_fast``), or the mirror, body ``c * BODY_LR`` and
+head ``BODY_LR`` (``body_fast``, the control). For each, c > 1 is chosen from ``RATIOS`` on a
+tuning environment seed and compared with c = 1 on the evaluation seed, same episodes for all.
+The metric is the mean undiscounted episode return over training. All settings INFERRED.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ GAMMA = 0.99
 MAX_STEPS = 500  # CartPole-v1's time limit
 
 
-def reinforce(ratio, *, seed, key, episodes):
+def reinforce(ratio, *, seed, key, episodes, body_lr=BODY_LR):
     import gymnasium as gym
 
     policy = nn.Sequential(nn.Linear(4, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
@@ -37,7 +38,7 @@ def reinforce(ratio, *, seed, key, episodes):
             b = 1.0 / math.sqrt(mod.in_features)
             mod.weight.uniform_(-b, b, generator=gi)
             mod.bias.uniform_(-b, b, generator=gi)
-    opt = torch.optim.Adam(stackelberg_param_groups(policy, BODY_LR, ratio))
+    opt = torch.optim.Adam(stackelberg_param_groups(policy, body_lr, ratio))
     env = gym.make("CartPole-v1")
     g = torch_generator(seed, "cartpole_actions", key)
     returns, baseline = [], 0.0
@@ -73,12 +74,33 @@ def reinforce(ratio, *, seed, key, episodes):
     return returns
 
 
-def run_cartpole(cfg, seed):
+def _run_arm(arm, c, *, seed, key, episodes):
+    """``head_fast``: body LR BODY_LR, head c x BODY_LR; ``body_fast``: the mirror (body
+    c x BODY_LR, head BODY_LR); ``uniform``: c = 1."""
+    import warnings
+
+    if arm == "body_fast":
+        with warnings.catch_warnings():  # a head slower than the body warns by design
+            warnings.simplefilter("ignore", UserWarning)
+            return reinforce(1.0 / c, seed=seed, key=key, episodes=episodes, body_lr=c * BODY_LR)
+    return reinforce(c if arm == "head_fast" else 1.0, seed=seed, key=key, episodes=episodes)
+
+
+def run_cartpole(cfg, seed, Record):
+    """Per seed: c > 1 chosen from ``RATIOS`` for the head-faster and for the body-faster arm on
+    a tuning environment seed (same ratios, same episodes), then both and c = 1 on the
+    evaluation seed; the metric is the mean return over the training episodes."""
     eps = cfg.cartpole_episodes
-    tune = {c: float(np.mean(reinforce(c, seed=seed, key="tune", episodes=eps))) for c in RATIOS}
-    c_star = max(tune, key=tune.get)
-    best = reinforce(c_star, seed=seed, key="eval", episodes=eps)
-    base = reinforce(1.0, seed=seed, key="eval", episodes=eps)
-    return {"c": c_star, "tune": {f"{k:g}": v for k, v in tune.items()},
-            "best": float(np.mean(best)), "base": float(np.mean(base)),
-            "curve_best": best[::10], "curve_base": base[::10]}
+    recs, curves = [], {}
+    for arm in ("head_fast", "body_fast"):
+        tune = {c: float(np.mean(_run_arm(arm, c, seed=seed, key="tune", episodes=eps))) for c in RATIOS}
+        c_star = max(tune, key=tune.get)
+        curves[arm] = _run_arm(arm, c_star, seed=seed, key="eval", episodes=eps)
+        recs += [Record("cartpole", arm, "tuning", "ratio", c_star),
+                 Record("cartpole", arm, "tuning", "grid_size", len(RATIOS))]
+    curves["uniform"] = _run_arm("uniform", 1.0, seed=seed, key="eval", episodes=eps)
+    for arm, cur in curves.items():
+        recs.append(Record("cartpole", arm, "eval", "mean_return", float(np.mean(cur))))
+        recs += [Record("cartpole", arm, f"ep{10 * i}", "return_curve", float(v), x=10 * i)
+                 for i, v in enumerate(cur[::10])]
+    return recs
