@@ -237,3 +237,12 @@ def test_rpo_on_lqr_approaches_the_riccati_gain():
     assert rel < 0.05, (learned, K, rel)
     L = algo.critic.L.detach().numpy()
     np.testing.assert_allclose(L.T @ L, P, rtol=0.15, atol=0.1)  # the critic found P*
+
+
+def test_diag_gaussian_kl_is_the_closed_form():
+    g = torch.Generator().manual_seed(0)
+    mp, mq = torch.randn(5, 3, generator=g), torch.randn(5, 3, generator=g)
+    sp, sq = torch.rand(5, 3, generator=g) + 0.1, torch.rand(5, 3, generator=g) + 0.1
+    closed = (torch.log(sq / sp) + (sp ** 2 + (mp - mq) ** 2) / (2 * sq ** 2) - 0.5).sum(-1)
+    assert torch.allclose(diag_gaussian_kl(mp, sp, mq, sq), closed, atol=1e-6)
+    assert torch.allclose(diag_gaussian_kl(mp, sp, mp, sp), torch.zeros(5), atol=1e-7)

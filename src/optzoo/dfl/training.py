@@ -122,7 +122,10 @@ def precompute(optmodel, feats, costs):
 
 @contextlib.contextmanager
 def _quiet_tqdm():
-    """optDataset draws a tqdm bar per dataset; keep the reproduction's output readable."""
+    """optDataset draws a tqdm bar per dataset; keep the reproduction's output readable.
+
+    Not ``TQDM_DISABLE``: tqdm (4.70) reads its ``TQDM_*`` environment when it is imported, so
+    setting it here, after PyEPO has imported tqdm, changes nothing (checked)."""
     import pyepo.data.dataset as mod
 
     orig = mod.tqdm

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 import torch
 from torch import nn
+from torch.distributions import Normal, kl_divergence
 
 from optzoo._core.result import Result, Status, divergence, objective_divergence, warn_not_converged
 from optzoo._core.rng import derive_seed
@@ -147,14 +148,14 @@ def shac_config(**changes) -> RPOConfig:
 
 
 def diag_gaussian_kl(mu_p, std_p, mu_q, std_q) -> torch.Tensor:
-    """KL(N(mu_p, std_p^2) || N(mu_q, std_q^2)) for diagonal Gaussians, summed over the last axis."""
-    return (torch.log(std_q / std_p) + (std_p ** 2 + (mu_p - mu_q) ** 2) / (2 * std_q ** 2)
-            - 0.5).sum(-1)
+    """KL(N(mu_p, std_p^2) || N(mu_q, std_q^2)) for diagonal Gaussians, summed over the last axis
+    (``torch.distributions``' closed form)."""
+    return kl_divergence(Normal(mu_p, std_p, validate_args=False),
+                         Normal(mu_q, std_q, validate_args=False)).sum(-1)
 
 
 def _gauss_logp(x, mu, std) -> torch.Tensor:
-    z = (x - mu) / std
-    return (-0.5 * z ** 2 - torch.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return Normal(mu, std, validate_args=False).log_prob(x).sum(-1)
 
 
 _BATCH_KEYS = ("obs", "act", "grad_a", "mu_old", "std_old", "logp_old")
@@ -185,7 +186,7 @@ def rpo_actor_loss(actor: Callable, batch: dict, cfg: RPOConfig) -> tuple[torch.
         w = w * inside.to(w.dtype)
     surr = (w * (g * a_regen).sum(-1)).sum()
     kl = diag_gaussian_kl(batch["mu_old"], batch["std_old"], mu, std).mean()
-    ent = (0.5 + 0.5 * math.log(2 * math.pi) + torch.log(std)).sum(-1).mean()
+    ent = Normal(mu, std, validate_args=False).entropy().sum(-1).mean()
     loss = -(cfg.surr_coef * surr - cfg.kl_coef * kl + cfg.ent_coef * ent)
     info = {"surrogate": float(surr.detach()), "kl": float(kl.detach()),
             "entropy": float(ent.detach()), "ratio_mean": float(ratio.detach().mean()),
