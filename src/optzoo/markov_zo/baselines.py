@@ -24,7 +24,7 @@ import numpy as np
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_array, check_int, check_real, fail
-from optzoo.markov_zo.zo import _default_max_level, _resolve_lr, estimate_smoothness, sgd_loop
+from optzoo.markov_zo.zo import _default_max_level, _resolve_lr, schedule_smoothness, sgd_loop
 
 __all__ = ["markov_sgd_minimize", "noisyopt_spsa_minimize", "spsa_minimize"]
 
@@ -62,9 +62,7 @@ def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None, smoothn
         mu = check_real("mu", mu, owner=owner, low=0.0, closed="neither")
         if smoothness is not None:
             smoothness = check_real("smoothness", smoothness, owner=owner, low=0.0, closed="neither")
-        elif hasattr(oracle, "same_state"):
-            smoothness = estimate_smoothness(oracle, x0, seed=np_rng(seed, "markov_sgd_smoothness"))
-        L_used = mu if smoothness is None or not smoothness >= mu else smoothness
+        L_used = schedule_smoothness(oracle, x0, mu, smoothness, np_rng(seed, "markov_sgd_smoothness"))
         lr_offset = 4.0 * L_used / mu
     step = _resolve_lr(lr, mu, 4.0 * d if lr_offset is None else lr_offset, owner)
     M = _default_max_level(oracle, d) if max_level is None else check_int(

@@ -164,6 +164,17 @@ def estimate_smoothness(oracle, x, *, probes: int = 16, step: float = 1e-3,
     return float(d * np.mean(p * p) / den)
 
 
+def schedule_smoothness(oracle, x0, mu: float, smoothness, rng) -> float:
+    """The ``L`` of a default ``1/(mu (k + k0))`` schedule: ``smoothness`` if given, else
+    :func:`estimate_smoothness` at ``x0`` (charged to the oracle); never below ``mu``.
+
+    ``L >= mu`` for every mu-strongly convex L-smooth F; NaN (no positive curvature seen) and
+    oracles without ``same_state()`` fall back to ``L = mu``."""
+    if smoothness is None and hasattr(oracle, "same_state"):
+        smoothness = estimate_smoothness(oracle, x0, seed=rng)
+    return mu if smoothness is None or not smoothness >= mu else smoothness
+
+
 def _check_common(owner, *, feedback, smoothing, batching, batch, max_level):
     check_choice("feedback", feedback, ("one_point", "two_point"), owner=owner)
     check_real("smoothing", smoothing, owner=owner, low=0.0, closed="neither")
@@ -326,11 +337,7 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     L_used = None
     if lr is None and lr_offset is None and mu is not None:
         mu = check_real("mu", mu, owner=owner, low=0.0, closed="neither")
-        if smoothness is None and hasattr(oracle, "same_state"):
-            smoothness = estimate_smoothness(oracle, x0, seed=np_rng(seed, "markov_zo_smoothness"))
-        # L >= mu for every mu-strongly convex L-smooth F; NaN (no positive curvature seen)
-        # and oracles without same_state() fall back to L = mu, the old k0 = 4d
-        L_used = mu if smoothness is None or not smoothness >= mu else smoothness
+        L_used = schedule_smoothness(oracle, x0, mu, smoothness, np_rng(seed, "markov_zo_smoothness"))
         lr_offset = 4.0 * d * L_used / mu
     offset = 4.0 * d if lr_offset is None else lr_offset
     step = _resolve_lr(lr, mu, offset, owner)
