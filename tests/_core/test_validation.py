@@ -77,3 +77,19 @@ def test_check_device():
             check_device("device", dev, owner="f")
     with pytest.raises(TypeError, match=r"The 'device' argument of f must be a torch device"):
         check_device("device", 1.5, owner="f")
+
+
+def test_returned_real():
+    from optzoo._core.validation import returned_real
+
+    kw = {"owner": "f", "rule": "a callable returning a number"}
+    assert returned_real("g", 2, **kw) == 2.0
+    assert returned_real("g", torch.tensor([[1.5]]), **kw) == 1.5
+    assert returned_real("g", np.float32(0.25), **kw) == 0.25
+    with pytest.raises(TypeError, match=r"'g' argument of f must be a callable returning a number\. "
+                                        r"Got 'str'"):
+        returned_real("g", "yes", **kw)
+    with pytest.raises(TypeError, match=r"Got \(2,\)"):
+        returned_real("g", torch.ones(2), **kw)
+    with pytest.raises(TypeError, match=r"Got 'bool'"):
+        returned_real("g", True, **kw)

@@ -167,6 +167,22 @@ def check_type(name: str, value: Any, types: type | tuple[type, ...], *, owner: 
     return value
 
 
+def returned_real(name: str, value: Any, *, owner: str, rule: str) -> float:
+    """A user callable's return value as a float: a real number (not a bool) or a one-element
+    tensor or array; anything else raises the template ``TypeError`` (the value's shape, or its
+    type). Finiteness is the caller's rule."""
+    import numbers
+
+    if hasattr(value, "shape") and hasattr(value, "tolist"):  # torch tensor or numpy array
+        n = value.numel() if callable(getattr(value, "numel", None)) else value.size
+        if n == 1:
+            return float(value.reshape(-1)[0])
+        fail(name, owner, rule, tuple(value.shape), exc=TypeError)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        fail(name, owner, rule, type(value).__name__, exc=TypeError)
+    return float(value)
+
+
 def check_finite(name: str, array: Any, *, owner: str) -> Any:
     """Reject NaN and inf in a numpy array or torch tensor (returns the input unchanged)."""
     import numpy as np

@@ -27,7 +27,6 @@ embeddings and head); the export density counts exact non-zeros; the default ``i
 from __future__ import annotations
 
 import math
-import numbers
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from optzoo._core.validation import (
     check_real,
     check_type,
     fail,
+    returned_real,
 )
 from optzoo.salaad.export import Compressed, compress_blocks
 from optzoo.salaad.prox import BlockState, admm_sweep
@@ -336,14 +336,10 @@ class SALAAD:
         for f in fractions:
             f = check_real("fractions", f, owner="SALAAD.budget_curve", low=0.0, high=1.0)
             c = self.export(self.rest_params + round(f * self.target_params), gamma=gamma, energy=energy)
-            v = evaluate(c.model)
-            if isinstance(v, torch.Tensor) and v.numel() == 1:
-                v = v.item()
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                fail("evaluate", "SALAAD.budget_curve", "a callable returning a real number per model",
-                     f"{type(v).__name__} {v!r}"[:60], exc=TypeError)
+            v = returned_real("evaluate", evaluate(c.model), owner="SALAAD.budget_curve",
+                              rule="a callable returning a real number per model")
             out.append({"fraction": f, "budget": c.budget, "params": c.params, "bytes": c.nbytes,
-                        "index_bytes": c.index_bytes, "value": float(v)})
+                        "index_bytes": c.index_bytes, "value": v})
         return out
 
     # ------------------------------------------------------------------ checkpointing

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from optzoo._core.validation import check_choice, check_int, check_real, fail
+from optzoo._core.validation import check_choice, check_int, check_real, fail, returned_real
 
 __all__ = ["StackelbergGD", "stackelberg_gd_update"]
 
@@ -168,14 +168,9 @@ class StackelbergGD(torch.optim.Optimizer):
     def _call(self, closure) -> torch.Tensor:
         with torch.enable_grad():
             loss = closure()
-        if torch.is_tensor(loss) and loss.numel() == 1:
-            v = float(loss.detach())
-        elif isinstance(loss, (int, float)) and not isinstance(loss, bool):
-            v = float(loss)
-        else:
-            got = tuple(loss.shape) if torch.is_tensor(loss) else type(loss).__name__
-            fail("closure", _OWNER + ".step", "a closure returning the loss (a scalar tensor, after "
-                 "calling backward)", got, exc=TypeError)
+        v = returned_real("closure", loss.detach() if torch.is_tensor(loss) else loss,
+                          owner=_OWNER + ".step",
+                          rule="a closure returning the loss (a scalar tensor, after calling backward)")
         if not math.isfinite(v):
             fail("closure", _OWNER + ".step", "a closure returning a finite loss (got a NaN/inf "
                  "objective)", v, exc=FloatingPointError)
