@@ -98,8 +98,9 @@ TUNED: dict[tuple[str, str], float] = {
     ("adam", "large"): 4.0, ("full", "large"): 4.0, ("full_no_mix", "large"): 2.0, ("full_no_ssu", "large"): 2.0,
     ("full_no_rsr", "large"): 4.0, ("full_no_cc", "large"): 2.0, ("full_no_saa", "large"): 8.0,
 }
-#: multipliers from the earlier all-frames tuning (seeds 80000-80001, 2026-12-02), used only by
-#: full's arms and motions that quick does not tune (full is not re-tuned; disclosed)
+#: multipliers from the earlier all-frames tuning (seeds 80000-80001, 2026-12-02; scores in
+#: ``docs/tuning/dynamic_gs_allframes.json``), used only by full's arms and motions that quick
+#: does not tune (full is not re-tuned; disclosed)
 TUNED_ALLFRAMES: dict[tuple[str, str], float] = {
     ("masked_adam", "large"): 2.0, ("sparse_adam", "large"): 4.0, ("sgd", "large"): 0.5, ("swa", "large"): 4.0,
     ("adam", "small"): 2.0, ("masked_adam", "small"): 0.5, ("sparse_adam", "small"): 2.0, ("sgd", "small"): 0.125,
