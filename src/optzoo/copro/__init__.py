@@ -7,7 +7,8 @@ every inferred choice.
   optional score for the KL-regularised variant;
 * :class:`ParetoArchive`: per-context running feasible archives and the PF-progress flag;
 * :func:`copro_loss` / :class:`CoProLoss`: the M-step (weighted MLE + KL trust region);
-* :class:`CoProConfig` / :class:`CoProTrainer`: a TRL-style trainer for Hugging Face causal LMs;
+* :class:`CoProConfig` / :class:`CoProTrainer`: a ``transformers.Trainer`` in TRL's GRPO shape for
+  Hugging Face causal LMs (checkpoints resume bit for bit; imports transformers on first use);
 * :mod:`optzoo.copro.opamp`: the two-stage Miller op-amp benchmark (numpy; optional ngspice);
 * :mod:`optzoo.copro.baselines`: the group-RL advantages CoPro is compared with.
 """
@@ -22,7 +23,6 @@ from optzoo.copro.estep import (
 )
 from optzoo.copro.loss import CoProLoss, copro_loss, k3_kl, tabular_m_step
 from optzoo.copro.opamp import OpAmpSpec, opamp_evaluate
-from optzoo.copro.trainer import CoProConfig, CoProTrainer
 
 __all__ = [
     "STATUSES",
@@ -40,3 +40,14 @@ __all__ = [
     "opamp_evaluate",
     "tabular_m_step",
 ]
+
+_LAZY = {"CoProConfig", "CoProTrainer", "check_transformers_hooks"}
+
+
+def __getattr__(name):
+    # The Trainer imports transformers: resolved on first use to keep this import light.
+    if name in _LAZY:
+        from optzoo.copro import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module 'optzoo.copro' has no attribute {name!r}")
