@@ -6,13 +6,19 @@ Memory on the CPU is counted, not sampled: bytes held across the step (parameter
 optimizer state) plus the activations autograd saves for backward (``saved_tensors_hooks``);
 a ZO step saves none. On CUDA the allocator's peak is reported as well.
 
-``python -m benchmarks zo_sgd [--width 128] [--batch 16] [--steps 5] [--device cpu]``.
+Step times: the two optimizers' steps alternate, each timed alone, and the median of
+``--steps`` steps is reported (``step_s_all`` keeps every one), so a change of the machine's
+load during the run reaches both. The ZO step is two no-grad forward passes plus one draw of
+its direction and two fused in-place passes over the weights (perturb; restore-and-update).
+
+``python -m benchmarks zo_sgd [--width 128] [--batch 16] [--steps 15] [--device cpu]``.
 Timings on a shared 2-core machine are inflated by contention.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from pathlib import Path
 
@@ -46,13 +52,13 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--kernel-P", type=int, default=64)
     a = ap.parse_args(argv)
     dev = torch.device(a.device)
     cuda = dev.type == "cuda"
-    rows = {}
+    rows, steps, counted = {}, {}, {}
     for name in ("sgd_backprop", "zosgd_mezo"):
         model = tiny_gpt2(64, n_layer=2, n_embd=a.width, n_head=4, n_positions=64, seed=0).to(dev)
         x, y = _batch(64, a.batch, a.seq, dev)
@@ -66,9 +72,6 @@ def main(argv=None) -> int:
         def unpack(t):
             return t
 
-        if cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
         if name == "sgd_backprop":
             opt = torch.optim.SGD(params, lr=1e-3, momentum=0.0)
 
@@ -89,23 +92,33 @@ def main(argv=None) -> int:
                     return opt.step(lambda: _loss(model, x, y))
         step()  # warm-up
         saved[0] = 0
-        t0 = time.perf_counter()
-        for _ in range(a.steps):
+        steps[name], counted[name] = step, (params, opt, saved)
+    # the two steps alternate and each is timed alone, so a change in the machine's load
+    # during the run hits both; the median over the steps is reported
+    times = {name: [] for name in steps}
+    for _ in range(a.steps):
+        for name, step in steps.items():
+            if cuda:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            t0 = time.perf_counter()
             step()
-        if cuda:
-            torch.cuda.synchronize()
-        wall = (time.perf_counter() - t0) / a.steps
+            if cuda:
+                torch.cuda.synchronize()
+            times[name].append(time.perf_counter() - t0)
+            if cuda:
+                rows.setdefault(name, {})["cuda_peak_bytes"] = torch.cuda.max_memory_allocated()
+    for name, (params, opt, saved) in counted.items():
         grads = [p.grad for p in params if p.grad is not None]
         state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
-        rows[name] = {"step_s": wall, "forward_passes_per_step": 2 if name == "zosgd_mezo" else 1,
-                      "param_bytes": _tensor_bytes(params), "grad_bytes": _tensor_bytes(grads),
-                      "state_bytes": _tensor_bytes(state),
-                      "saved_activation_bytes_per_step": saved[0] // a.steps}
-        rows[name]["held_bytes"] = (rows[name]["param_bytes"] + rows[name]["grad_bytes"]
-                                    + rows[name]["state_bytes"]
-                                    + rows[name]["saved_activation_bytes_per_step"])
-        if cuda:
-            rows[name]["cuda_peak_bytes"] = torch.cuda.max_memory_allocated()
+        row = rows.setdefault(name, {})
+        row.update({"step_s": statistics.median(times[name]), "step_s_all": times[name],
+                    "forward_passes_per_step": 2 if name == "zosgd_mezo" else 1,
+                    "param_bytes": _tensor_bytes(params), "grad_bytes": _tensor_bytes(grads),
+                    "state_bytes": _tensor_bytes(state),
+                    "saved_activation_bytes_per_step": saved[0] // a.steps})
+        row["held_bytes"] = (row["param_bytes"] + row["grad_bytes"] + row["state_bytes"]
+                             + row["saved_activation_bytes_per_step"])
     model = tiny_gpt2(64, n_layer=2, n_embd=a.width, n_head=4, n_positions=64, seed=0)
     x, _ = _batch(64, 4, 10, "cpu")
     fn = label_logits(range(3, 11))

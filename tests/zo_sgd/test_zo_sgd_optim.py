@@ -25,8 +25,9 @@ def test_directions_regenerate_from_the_seed():
     assert set(torch.cat([x.reshape(-1).double() for x in r]).tolist()) <= {-1.0, 1.0}
 
 
+@pytest.mark.parametrize("P", [1, 3])
 @pytest.mark.parametrize("restore", ["arithmetic", "exact"])
-def test_perturbation_restores_the_weights(restore):
+def test_perturbation_restores_the_weights(restore, P):
     # spec 7: a constant loss gives c_p = 0, so what is left after a step is the restoration
     g = torch.Generator().manual_seed(0)
     w = torch.nn.Parameter(0.02 * torch.randn(10000, generator=g))
@@ -37,14 +38,56 @@ def test_perturbation_restores_the_weights(restore):
         seen.append(w.detach().clone())
         return torch.tensor(1.0)
 
-    opt = ZOSGD([w], lr=1.0, num_perturbations=3, restore=restore, seed=4)
+    opt = ZOSGD([w], lr=1.0, num_perturbations=P, restore=restore, seed=4)
     opt.step(closure)
-    assert len(seen) == 6  # 2P forward passes
+    assert len(seen) == 2 * P  # 2P forward passes
     assert (seen[0] - w0).abs().max() > 1e-4  # it did perturb
     if restore == "exact":
         assert torch.equal(w.detach(), w0)  # bit for bit
     else:
         assert (w.detach() - w0).abs().max() < 1e-6  # MeZO's +eps, -2 eps, +eps: a few ulps
+
+
+def test_mezo_step_equals_the_pure_update():
+    """P = 1 with in-place arithmetic restores and updates in one fused pass
+    (theta - eps u + (eps - lr c) u): the same step as zo_sgd_update's, to a few ulps."""
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(6, 6, generator=g)
+    w = torch.nn.Parameter(torch.randn(6, generator=g))
+    v = torch.nn.Parameter(torch.randn(2, 3, generator=g))
+    w0, v0 = w.detach().clone(), v.detach().clone()
+
+    def closure():
+        return (A @ w).square().sum() + v.square().sum()
+
+    opt = ZOSGD([{"params": [w], "lr": 0.01}, {"params": [v], "lr": 0.03}], eps=1e-3, seed=5)
+    opt.step(closure)
+    c = opt.state[w]["last_projected_grads"]
+    (dw,) = zo_sgd_update([w0], c, lr=0.01, seed=5, step=0)
+    (_, dv) = zo_sgd_update([w0, v0], c, lr=0.03, seed=5, step=0)
+    torch.testing.assert_close(w.detach(), w0 + dw, rtol=0, atol=1e-6)
+    torch.testing.assert_close(v.detach(), v0 + dv, rtol=0, atol=1e-6)
+    assert not torch.equal(w.detach(), w0)
+
+
+def test_mezo_step_restores_on_a_raising_or_nonfinite_closure():
+    w = torch.nn.Parameter(torch.linspace(-1, 1, 50))
+    w0 = w.detach().clone()
+    calls = []
+
+    def boom():
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("closure failed")
+        return w.sum()
+
+    opt = ZOSGD([w], lr=0.1, seed=0)
+    with pytest.raises(RuntimeError, match="closure failed"):
+        opt.step(boom)
+    assert (w.detach() - w0).abs().max() < 1e-6
+    with pytest.warns(NotConvergedWarning, match="skipped"):
+        opt.step(lambda: torch.tensor(float("nan")))
+    assert (w.detach() - w0).abs().max() < 1e-6 and opt.skipped_steps == 1
 
 
 def test_coordinate_directions_recover_the_gradient_exactly():

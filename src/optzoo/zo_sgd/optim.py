@@ -41,16 +41,20 @@ def zo_directions(params: Sequence[torch.Tensor], *, seed: int, step: int, index
     """Direction ``index`` of step ``step``: one tensor per parameter, in order.
 
     Drawn on the CPU from a generator seeded by ``(seed, step, index)`` and moved to each
-    parameter's device and dtype, so the same seed gives the same directions on CPU and GPU
-    and a direction can be regenerated at will (never stored).
+    parameter's device, so the same seed gives the same directions on CPU and GPU and a
+    direction can be regenerated at will (never stored across steps). Gaussian entries are
+    drawn in float64 for float64 parameters and in float32 otherwise (then cast to the
+    parameter's dtype): drawing float64 for float32 weights cost as much as a forward pass of a
+    small model and changed nothing the cast kept.
     """
     g = torch.Generator().manual_seed(derive_seed(seed, "zo_sgd", step, index))
     out = []
     for p in params:
         if distribution == "gaussian":
-            u = torch.randn(p.shape, generator=g, dtype=torch.float64)
+            u = torch.randn(p.shape, generator=g,
+                            dtype=torch.float64 if p.dtype == torch.float64 else torch.float32)
         else:
-            u = torch.randint(0, 2, p.shape, generator=g, dtype=torch.int8).to(torch.float64) * 2 - 1
+            u = torch.randint(0, 2, p.shape, generator=g, dtype=torch.int8).mul_(2).sub_(1)
         out.append(u.to(device=p.device, dtype=p.dtype))
     return out
 
@@ -193,6 +197,11 @@ class ZOSGD(torch.optim.Optimizer):
         st = self._counters()
         k, P, eps = int(st["step"]), hp["num_perturbations"], hp["eps"]
         saved = [p.detach().clone() for p in params] if hp["restore"] == "exact" else None
+        # MeZO's case (P = 1, in-place arithmetic): the direction is drawn once per step, and the
+        # weights stay at theta - eps u after the second evaluation, so restoring and updating
+        # are one pass, theta - eps u + (eps - lr c) u (see the update below)
+        fused = P == 1 and saved is None and hp["method"] == "finite_difference"
+        kept = None
 
         def regen(i):
             return zo_directions(params, seed=hp["seed"], step=k, index=i,
@@ -201,45 +210,49 @@ class ZOSGD(torch.optim.Optimizer):
         coefs, losses = [], []
         for i in range(P):
             u = regen(i)
+            if P == 1:
+                kept = u
             if hp["method"] == "jvp":
                 f, c = self._jvp_value(closure, params, u, st)
                 losses.append(f)
             else:
                 offset = 0.0  # how far along u the weights sit, so an error can undo it
+                done = False
                 try:
-                    for p, x in zip(params, u, strict=True):
-                        p.add_(x, alpha=eps)
+                    torch._foreach_add_(params, u, alpha=eps)
                     offset = eps
                     fp = self._loss(closure, st)
-                    for p, x in zip(params, u, strict=True):
-                        p.add_(x, alpha=-2.0 * eps)
+                    torch._foreach_add_(params, u, alpha=-2.0 * eps)
                     offset = -eps
                     fm = self._loss(closure, st)
+                    done = True
                 finally:
                     if saved is not None:
-                        for p, s in zip(params, saved, strict=True):
-                            p.copy_(s)
-                    elif offset:
-                        for p, x in zip(params, u, strict=True):
-                            p.add_(x, alpha=-offset)
+                        torch._foreach_copy_(params, saved)
+                    elif offset and not (fused and done):
+                        torch._foreach_add_(params, u, alpha=-offset)
                 c = (fp - fm) / (2.0 * eps)
                 losses.append(0.5 * (fp + fm))
             coefs.append(c)
         st["step"] = k + 1
         loss = float(sum(losses) / len(losses))
         if not (math.isfinite(loss) and all(math.isfinite(c) for c in coefs)):
+            if fused:
+                torch._foreach_add_(params, kept, alpha=eps)   # back to theta
             st["skipped"] += 1
             warnings.warn(f"ZOSGD step {k} skipped: the closure returned a non-finite loss "
                           f"({loss}); parameters left unchanged ({st['skipped']} skipped so far)",
                           NotConvergedWarning, stacklevel=user_stacklevel())
             return torch.tensor(loss)
-        # the update regenerates each direction once more (never stored): memory O(d), not O(Pd)
+        # with P > 1 the update regenerates each direction once more (never stored): memory
+        # O(d), not O(Pd); with P = 1 the step's one direction is reused
         for i in range(P):
-            u = regen(i)
+            u = kept if kept is not None else regen(i)
             j = 0
             for group in self.param_groups:
+                alpha = -group["lr"] * coefs[i] / P + (eps if fused else 0.0)
                 for p in group["params"]:
-                    p.add_(u[j], alpha=-group["lr"] * coefs[i] / P)
+                    p.add_(u[j], alpha=alpha)
                     j += 1
         st["last_projected_grads"] = torch.tensor(coefs, dtype=torch.float64)
         return torch.tensor(loss)
