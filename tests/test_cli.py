@@ -97,3 +97,21 @@ def test_list_and_show_print_json(tmp_path):
 def test_report_validates_scale():
     res = runner.invoke(app, ["report", "dks", "--scale", "medium"])
     assert res.exit_code == 2 and "must be one of smoke, quick, full" in res.output
+
+
+def test_reproduce_and_report_print_json(tmp_path):
+    """--json on reproduce and report: one JSON object on stdout (progress and tables on stderr)
+    with each paper's summary and verdicts."""
+    import json
+
+    res = runner.invoke(app, ["reproduce", "dks", "--scale", "smoke", "--seeds", "1", "--jobs", "1",
+                              "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["scale"] == "smoke" and obj["exit_code"] == 0 and [p["slug"] for p in obj["papers"]] == ["dks"]
+    paper = obj["papers"][0]
+    assert paper["seeds"] == [0] and paper["summary"] and paper["verdicts"]
+    assert {"claim", "kind", "verdict"} <= set(paper["verdicts"][0])
+    res = runner.invoke(app, ["report", "dks", "--scale", "smoke", "--out", str(tmp_path), "--json"])
+    again = json.loads(res.stdout)
+    assert res.exit_code == 0 and again["papers"][0]["verdicts"] == paper["verdicts"]

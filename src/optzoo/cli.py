@@ -28,10 +28,10 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
     """optzoo: ICML 2026 optimization methods, each checked against its paper's claim."""
 
 
-def _console():
+def _console(stderr: bool = False):
     from rich.console import Console
 
-    return Console()
+    return Console(stderr=stderr)
 
 
 def _print_json(obj) -> None:
@@ -43,6 +43,21 @@ def _print_json(obj) -> None:
 
 
 _JSON = Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")]
+_JSON_RUN = Annotated[bool, typer.Option("--json", help="print one JSON object (the verdicts) on stdout; "
+                                                         "progress and tables go to stderr")]
+
+
+def _print_runs(runs, *, out: Path, scale: str, code: int) -> None:
+    """The JSON of reproduce/report: per paper what its verdicts.json holds, plus its summary."""
+    from optzoo.repro.report import paper_summary
+
+    _print_json({"out": str(out), "scale": scale, "exit_code": code,
+                 "report": {"markdown": str(out / "report.md"), "html": str(out / "report.html")},
+                 "papers": [{"slug": r.slug, "summary": paper_summary(r), "seeds": r.seeds,
+                             "provenance": r.provenance, "headline": list(r.headline),
+                             "errors": {str(k): v for k, v in r.errors.items()},
+                             "judge_error": r.judge_error, "wall_time_s": r.wall_time,
+                             "verdicts": [v.to_dict() for v in r.verdicts]} for r in runs]})
 
 
 @app.command("list")
@@ -138,13 +153,14 @@ def reproduce(
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     resume: Annotated[bool, typer.Option(help="skip units finished in OUT by the same code and config")] = False,
     write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
+    json: _JSON_RUN = False,
 ) -> None:
     """Run papers' reproductions, one process per (paper, seed), and write the report."""
     from optzoo.papers import get_paper, implemented_papers
     from optzoo.repro.pipeline import SCALE_NAMES
     from optzoo.repro.pipeline import reproduce as run
 
-    console = _console()
+    console = _console(stderr=json)
     if scale not in SCALE_NAMES:
         raise typer.BadParameter(f"must be one of {', '.join(SCALE_NAMES)}. Got {scale!r}.", param_hint="--scale")
     if backend not in ("local", "ray"):
@@ -162,9 +178,12 @@ def reproduce(
     if not slugs:
         console.print("no implemented papers to run")
         raise typer.Exit(1)
+    runs = []
     code = run(slugs, scale=scale, seeds=seeds, seed_start=seed_start, jobs=jobs, backend=backend,
                out=out, resume=resume, write_docs=write_docs, ray_address=ray_address,
-               console=console)
+               console=console, runs_out=runs)
+    if json:
+        _print_runs(runs, out=out, scale=scale, code=code)
     raise typer.Exit(code)
 
 
@@ -174,6 +193,7 @@ def report(
     scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
     out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
     write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
+    json: _JSON_RUN = False,
 ) -> None:
     """Judge the finished units in OUT without running anything, and write the report."""
     from optzoo.papers import get_paper, implemented_papers
@@ -187,7 +207,12 @@ def report(
             get_paper(slug)
         except KeyError as exc:
             raise typer.BadParameter(exc.args[0], param_hint="SLUGS") from None
-    raise typer.Exit(report_existing(slugs, scale=scale, out=out, write_docs=write_docs, console=_console()))
+    runs = []
+    code = report_existing(slugs, scale=scale, out=out, write_docs=write_docs,
+                           console=_console(stderr=json), runs_out=runs)
+    if json:
+        _print_runs(runs, out=out, scale=scale, code=code)
+    raise typer.Exit(code)
 
 
 @app.command()

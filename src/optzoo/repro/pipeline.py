@@ -143,6 +143,7 @@ def reproduce(
     docs_dir: Path = Path("docs"),
     ray_address: str | None = None,
     console=None,
+    runs_out: list | None = None,
     modules: dict[str, str] | None = None,
 ) -> int:
     """Run every (paper, seed) unit, judge, draw, write the reports. Returns the exit code:
@@ -218,6 +219,8 @@ def reproduce(
     write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs,
                   docs_dir=docs_dir, console=console)
     report.console_table(runs, console)
+    if runs_out is not None:
+        runs_out.extend(runs)
     console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'} "
                   f"({time.time() - t0:.0f} s)")
     if interrupted:
@@ -286,7 +289,7 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
 
 def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path("results"),
                     write_docs: bool = False, docs_dir: Path = Path("docs"), console=None,
-                    modules: dict[str, str] | None = None) -> int:
+                    modules: dict[str, str] | None = None, runs_out: list | None = None) -> int:
     """Judge the finished units already in OUT (no unit is run) and write the reports: for
     re-reading results, or for papers run in separate invocations. Returns 1 if a judge failed
     or a paper has no finished unit at this scale, else 0."""
@@ -310,5 +313,7 @@ def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path(
     write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
                   console=console)
     report.console_table(runs, console)
+    if runs_out is not None:
+        runs_out.extend(runs)
     console.print(f"report: {out / 'report.md'}  and  {out / 'report.html'}")
     return 1 if any(r.judge_error or not r.per_seed for r in runs) else 0
