@@ -462,7 +462,6 @@ def _markov_rows():
     from optzoo.markov_zo import (
         markov_sgd_minimize,
         markov_zo_minimize,
-        noisyopt_spsa_minimize,
         spsa_minimize,
     )
 
@@ -478,10 +477,6 @@ def _markov_rows():
 
     def spsa(**kw):
         return spsa_minimize(_zo_oracle(), kw.pop("x0", x0), **{"niter": 100, **kw})
-
-    def nspsa(**kw):
-        pytest.importorskip("noisyopt")
-        return noisyopt_spsa_minimize(_zo_oracle(), kw.pop("x0", x0), **{"niter": 100, **kw})
 
     def shared(fn, owner):
         return [
@@ -520,12 +515,6 @@ def _markov_rows():
                         Bad("a<=0", lambda: spsa(a=-1.0), ValueError, r"'a' argument of spsa_minimize")],
                    nonfinite=Bad("x0 NaN", lambda: spsa(x0=nan_x0), ValueError,
                                  r"'x0' argument of spsa_minimize must .*finite"),
-                   diverge={"a": 1e12}),
-        SolverInfo("noisyopt_spsa_minimize", nspsa, stochastic=True,
-                   bad=[Bad("x0 shape", lambda: nspsa(x0=np.ones(4)), ValueError,
-                            r"'x0' argument of noisyopt_spsa_minimize")],
-                   nonfinite=Bad("x0 NaN", lambda: nspsa(x0=nan_x0), ValueError,
-                                 r"'x0' argument of noisyopt_spsa_minimize must .*finite"),
                    diverge={"a": 1e12}),
     ]
 

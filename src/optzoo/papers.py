@@ -237,7 +237,7 @@ PAPERS: tuple[Paper, ...] = (
                "AR1Chain", "sphere_directions", "two_point_estimates", "one_point_estimates",
                "mlmc_weights", "expected_batch_cost", "strongly_convex_lr", "v_b", "batch_error",
                "mlmc_error", "predicted_ratio", "crossover_tau", "markov_sgd_minimize",
-               "spsa_minimize", "noisyopt_spsa_minimize"),
+               "spsa_minimize"),
           headline_claims=("tau_independence", "zo_vs_fo_at_cost"),
           implemented=True),
 )

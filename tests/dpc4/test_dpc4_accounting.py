@@ -121,3 +121,12 @@ def test_ledger_delta_warning_and_bad_entries():
         led.charge([(float("nan"), 0.1)], sensitivity=1.0, noise_std=1.0)
     with pytest.raises(ValueError, match="sample_rates"):
         led.charge([(1.0, 0.0)], sensitivity=1.0, noise_std=1.0)
+
+
+def test_gaussian_dp_epsilon_edges():
+    """Opacus' eps_from_mu brackets epsilon in [0, 500]: delta above delta(0) gives 0, noise too
+    small for that bracket is refused by name instead of a raw brentq error."""
+    assert gaussian_dp_epsilon([1e6], delta=0.5) == 0.0
+    with pytest.raises(ValueError, match=r"'noise_multipliers' argument of gaussian_dp_epsilon must be "
+                                         r"noise large enough for epsilon <= 500"):
+        gaussian_dp_epsilon([1e-3], delta=1e-5)

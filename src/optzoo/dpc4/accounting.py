@@ -120,29 +120,26 @@ def rdp_epsilon(noise_multipliers, sample_rates, *, delta: float, alphas=None) -
 
 def gaussian_dp_epsilon(noise_multipliers, *, delta: float) -> float:
     """Exact epsilon of full-batch (q = 1) Gaussian mechanisms: composing N(0, z_t^2) with
-    sensitivity 1 is mu-GDP with mu = sqrt(sum z_t^-2) (Dong, Roth, Su 2022), and
-    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
+    sensitivity 1 is mu-GDP with mu = sqrt(sum z_t^-2) (Dong, Roth, Su 2022); epsilon is the
+    root of delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), found by Opacus'
+    ``eps_from_mu`` (``opacus.accountants.analysis.gdp``). 0 when delta >= delta(0).
 
     >>> round(gaussian_dp_epsilon([20.0] * 50, delta=1e-5), 4)
     1.3565
     """
-    from scipy.optimize import brentq
-    from scipy.stats import norm
-
     z = np.atleast_1d(np.asarray(noise_multipliers, dtype=float))
     _check_entries(z, np.ones_like(z), "gaussian_dp_epsilon")
     delta = check_real("delta", delta, owner="gaussian_dp_epsilon", low=0.0, high=1.0, closed="neither")
+    _need_opacus()
+    from opacus.accountants.analysis.gdp import delta_eps_mu, eps_from_mu
+
     mu = float(np.sqrt(np.sum(z ** -2.0)))
-
-    def gap(eps):
-        return norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2) - delta
-
-    if gap(0.0) <= 0:
+    if delta_eps_mu(eps=0.0, mu=mu) <= delta:
         return 0.0
-    hi = 1.0
-    while gap(hi) > 0:
-        hi *= 2.0
-    return float(brentq(gap, 0.0, hi, xtol=1e-12))
+    if delta_eps_mu(eps=500.0, mu=mu) > delta:   # outside Opacus' bracket [0, 500]
+        fail("noise_multipliers", "gaussian_dp_epsilon",
+             "noise large enough for epsilon <= 500 (Opacus' bracket)", f"mu = {mu:.4g}")
+    return float(eps_from_mu(mu=mu, delta=delta))
 
 
 def _check_entries(z: np.ndarray, q: np.ndarray, owner: str) -> None:

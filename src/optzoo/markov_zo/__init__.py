@@ -11,7 +11,7 @@ Fidelity: reconstructed (abstract only); see ``docs/papers/markov_zo.md``.
 ``MarkovZOSGD`` (torch) is loaded on first access, so importing this package stays light.
 """
 
-from optzoo.markov_zo.baselines import markov_sgd_minimize, noisyopt_spsa_minimize, spsa_minimize
+from optzoo.markov_zo.baselines import markov_sgd_minimize, spsa_minimize
 from optzoo.markov_zo.chains import AR1Chain, FiniteChain, StickyChain
 from optzoo.markov_zo.oracle import MarkovOracle
 from optzoo.markov_zo.theory import batch_error, crossover_tau, mlmc_error, predicted_ratio, v_b
@@ -40,7 +40,6 @@ __all__ = [
     "markov_zo_minimize",
     "mlmc_error",
     "mlmc_weights",
-    "noisyopt_spsa_minimize",
     "one_point_estimates",
     "predicted_ratio",
     "sphere_directions",

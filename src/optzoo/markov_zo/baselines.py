@@ -8,11 +8,10 @@
   :math:`a_k=a/(k+1+0.01n)^{0.602}`, :math:`c_k=c/(k+1)^{0.101}`, Rademacher
   :math:`\\Delta_k`. Our own re-implementation, **draw-for-draw identical** to
   ``noisyopt.minimizeSPSA`` 0.2.3 (tested when noisyopt is installed) but with a private
-  ``RandomState`` instead of numpy's global one. Its two evaluations are two ordinary
-  oracle calls, i.e. on two consecutive (different) chain states, as for any library SPSA.
-* :func:`noisyopt_spsa_minimize`: the same through ``noisyopt.minimizeSPSA`` itself (optional
-  dependency). noisyopt draws from numpy's *global* RNG, so this adapter seeds it for the
-  call and restores the caller's global state afterwards (not thread-safe).
+  ``RandomState`` instead of numpy's global one (noisyopt seeds and draws from numpy's
+  global RNG, which a library should not touch), so it is the one SPSA here; the test runs
+  noisyopt itself as the reference. Its two evaluations are two ordinary oracle calls, i.e.
+  on two consecutive (different) chain states, as for any library SPSA.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_array, check_int, check_real, fail
 from optzoo.markov_zo.zo import _default_max_level, _resolve_lr, schedule_smoothness, sgd_loop
 
-__all__ = ["markov_sgd_minimize", "noisyopt_spsa_minimize", "spsa_minimize"]
+__all__ = ["markov_sgd_minimize", "spsa_minimize"]
 
 
 def _check_x0(oracle, x0, owner):
@@ -119,33 +118,3 @@ def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
                   nit=niter, nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
                   extra={"history": hist, "implementation": "optzoo (noisyopt-identical)"})
 
-
-def noisyopt_spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
-                           alpha: float = 0.602, gamma: float = 0.101, seed: int = 0) -> Result:
-    """``noisyopt.minimizeSPSA`` run against ``oracle`` (needs ``pip install noisyopt``)."""
-    owner = "noisyopt_spsa_minimize"
-    try:
-        from noisyopt import minimizeSPSA
-    except ImportError as err:  # optional dependency
-        raise ImportError("noisyopt_spsa_minimize needs the optional package noisyopt "
-                          "(pip install noisyopt); spsa_minimize is an identical fallback.") from err
-    x = _check_x0(oracle, x0, owner).copy()
-    niter = check_int("niter", niter, owner=owner, low=1)
-    saved = np.random.get_state()
-    start, t0 = oracle.calls, time.perf_counter()
-    try:
-        np.random.seed(check_int("seed", seed, owner=owner, low=0) % 2**32)
-        # a copy: noisyopt updates x0 in place, which made the divergence test below compare
-        # the end point with itself
-        res = minimizeSPSA(oracle, x.copy(), niter=niter, paired=True, a=a, c=c, alpha=alpha,
-                           gamma=gamma)
-    finally:
-        np.random.set_state(saved)
-    x_end = np.asarray(res.x, dtype=float)
-    why = divergence(x_end, start=x)
-    if why is not None:
-        warn_not_converged(owner, f"diverged: {why}")
-    return Result(x=x_end, fun=float(res.fun), status=Status.BUDGET if why is None else Status.DIVERGED,
-                  message=str(res.message) if why is None else f"diverged: {why}", nit=niter,
-                  nfev=oracle.calls - start,
-                  wall_time=time.perf_counter() - t0, extra={"implementation": "noisyopt"})
