@@ -206,7 +206,7 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     >>> res = comparison_minimize(orc, np.array([2.0, 1.0]), eps=0.1, L=3.0, rho=1.0,
     ...                           delta_f=5.0, max_iter=30)
     >>> res.status.value, res.nfev == orc.ncomparisons
-    ('budget_used', True)
+    ('converged', True)
     """
     t0 = time.perf_counter()
     if not isinstance(oracle, ComparisonOracle):

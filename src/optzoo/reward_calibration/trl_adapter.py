@@ -195,8 +195,8 @@ class RCDPOTrainer(DPOTrainer):
     Takes the arguments of ``DPOTrainer``; ``args`` should be an :class:`RCDPOConfig` (a plain
     ``DPOConfig`` gets the RC defaults). RC applies only in training mode with gradients on.
 
-    >>> import inspect
-    >>> "ref_model" in inspect.signature(RCDPOTrainer.__init__).parameters
+    >>> from trl import DPOTrainer
+    >>> issubclass(RCDPOTrainer, DPOTrainer)
     True
     """
 

@@ -43,7 +43,8 @@ class HiddenMarkovTask:
     (``n_states x vocab``, at most ``support`` non-zeros a row) and ``stationary`` (the left
     eigenvector of ``transition`` for eigenvalue 1), all float64 numpy arrays.
 
-    >>> task = HiddenMarkovTask(n_states=4, vocab=8, seed=0)
+    >>> import math
+    >>> task = HiddenMarkovTask(n_states=4, vocab=8, support=4, seed=0)
     >>> x = task.sample(3, 10, seed=1)
     >>> tuple(x.shape), bool(0 < task.bayes_nll(x) < math.log(8))
     ((3, 10), True)
