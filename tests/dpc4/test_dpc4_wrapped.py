@@ -14,6 +14,7 @@ from optzoo.dpc4 import (
     PoissonLoader,
     PrivacyBudgetExceeded,
     PrivacyLedger,
+    ShiftedDecay,
     calibrate,
     clip_rows,
     dpc4_init,
@@ -49,6 +50,7 @@ def make(kind, model, wrap=None, ledger=None, generator=0):
         lr = 0.5
     if kind == "dpsgd":
         return DPSGD(params, lr, max_grad_norm=0.5, **kw)
+    kw["clip_schedule"] = ShiftedDecay()  # the references below use its decaying thresholds
     if kind == "anchor":
         return DPC4(params, lr, num_records=N, **kw)
     return DPC4(params, lr, memory="ef", feedback_noise_multiplier=20.0, **kw)
