@@ -35,7 +35,7 @@ def test_ramp_comparisons_are_iterations_times_the_per_step_cost():
         orc = ComparisonOracle(p.f, vectorized=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = comparison_minimize(orc, p.x0, eps=eps, delta_f=p.delta_f, stop="plan",
+            res = comparison_minimize(orc, p.x0, eps=eps, L=1.0, delta_f=p.delta_f, stop="plan",
                                       callback=lambda x, p=p, eps=eps: bool(p.grad_norm(x)[0] <= eps))
         # every step accepted at the first safeguard comparison: cost = nit x (g + H + 1)
         assert res.ncomparisons == res.nit * (gradient_cost(n, 0.125) + hessian_cost(n, 0.125) + 1)

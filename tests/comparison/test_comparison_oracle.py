@@ -27,7 +27,7 @@ def test_ties_follow_a_seeded_coin_and_constant_f_terminates():
     assert np.array_equal(ra, rb) and 0 < ra.sum() < 50 and a.nties == 50
     orc = ComparisonOracle(lambda x: 1.0, seed=0)
     for method in ("tr", "ngd"):
-        res = comparison_minimize(orc, np.ones(3), eps=0.1, method=method, max_iter=5, stop="plan")
+        res = comparison_minimize(orc, np.ones(3), eps=0.1, L=1.0, method=method, max_iter=5, stop="plan")
         assert np.isfinite(res.trajectory).all() and res.nit == 5
 
 
@@ -38,7 +38,7 @@ def test_comparator_path():
     boolean = ComparisonOracle.from_comparator(lambda x, y: f(x) > f(y))
     assert boolean.greater(np.ones((2, 2)), np.zeros((2, 2))).all()
     orc.reset()
-    res = comparison_minimize(orc, np.array([1.0, -1.0]), eps=0.1, max_iter=3)
+    res = comparison_minimize(orc, np.array([1.0, -1.0]), eps=0.1, L=1.0, max_iter=3)
     assert np.isnan(res.fun) and res.ncomparisons == orc.ncomparisons
     with pytest.raises(TypeError, match=r"values needs a value function"):
         orc.values(np.ones(2))

@@ -56,7 +56,7 @@ def test_monotone_invariance_identical_trajectories(phi):
         out = []
         for method in ("tr", "ngd"):
             orc = ComparisonOracle(f, vectorized=True, seed=1)
-            out.append(comparison_minimize(orc, p.x0, eps=0.1, method=method, max_iter=6).trajectory)
+            out.append(comparison_minimize(orc, p.x0, eps=0.1, L=1.0, method=method, max_iter=6).trajectory)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out.append(cma_minimize(ComparisonOracle(f, vectorized=True), p.x0, sigma0=1.0,
@@ -74,7 +74,7 @@ def test_ramp_iteration_counts_follow_the_exponents():
         its = {}
         for m in ("tr", "ngd"):
             with pytest.warns(NotConvergedWarning, match="stopped by callback"):
-                res = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=eps, method=m,
+                res = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=eps, L=1.0, method=m,
                                           delta_f=p.delta_f, callback=hit)
             its[m] = res.nit
         y1 = 1.0 / eps - math.atanh(0.5)
@@ -94,27 +94,27 @@ def test_visits_on_the_benign_family_and_never_increases_f():
     assert p.grad_norm(res.trajectory[-1:])[0] <= 0.1
     assert np.all(np.diff(p.f(res.trajectory)) <= 1e-12)     # the safeguard: f never increases
     assert res.comparisons_at[-1] == res.ncomparisons == orc.ncomparisons
-    short = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=0.1, max_iter=3)
+    short = comparison_minimize(ComparisonOracle(p.f, vectorized=True), p.x0, eps=0.1, L=1.0, max_iter=3)
     assert short.status is Status.BUDGET and short.success and short.nit == 3
 
 
 def test_budget_exhaustion_is_a_status_and_a_warning():
     orc = ComparisonOracle(lambda Z: (Z ** 2).sum(1), vectorized=True)
     with pytest.warns(NotConvergedWarning, match="comparison budget 50"):
-        res = comparison_minimize(orc, np.ones(3), eps=0.01, budget=50)
+        res = comparison_minimize(orc, np.ones(3), eps=0.01, L=1.0, budget=50)
     assert res.status is Status.USER_LIMIT and not res.success
 
 
 def test_rounding_warning():
     orc = ComparisonOracle(lambda x: 1e12 + float(np.sum(x ** 2)))
     with pytest.warns(NotConvergedWarning, match="float64 rounding"):
-        comparison_minimize(orc, np.ones(2), eps=1e-3, max_iter=1)
+        comparison_minimize(orc, np.ones(2), eps=1e-3, L=1.0, max_iter=1)
 
 
 def test_simulated_ledger_totals_equal_the_formula():
     p = ramp(4, 0.1, seed=0)
     orc = ComparisonOracle(p.f, vectorized=True)
-    res = comparison_minimize(orc, p.x0, eps=0.1, max_iter=7, quantum_ledger=True, stop="plan")
+    res = comparison_minimize(orc, p.x0, eps=0.1, L=1.0, max_iter=7, quantum_ledger=True, stop="plan")
     led = res.quantum_ledger
     assert led["label"].startswith("simulated")
     per_it = math.ceil(math.log2(4 / 0.125)) + 4 * math.ceil(math.log2(8))
@@ -176,7 +176,20 @@ def test_hessian_matters_on_the_valley():
 def test_hessian_option_is_validated(kw, exc, match):
     orc = ComparisonOracle(lambda Z: (Z ** 2).sum(1), vectorized=True)
     with pytest.raises(exc, match=match):
-        comparison_minimize(orc, np.ones(3), eps=0.1, max_iter=2, **kw)
+        comparison_minimize(orc, np.ones(3), eps=0.1, max_iter=2, **{"L": 1.0, **kw})
+
+
+def test_lipschitz_constant_must_be_declared():
+    """Trial 2, defect 2: with a default L = 1 the stopping test "certified" |grad f| <= 0.1 on
+    f = 1000 |x|^2 at a point with |grad f| = 4.8. Comparisons cannot see f's scale, so the
+    certificate (and the plan and the step) rest on an L only the user can declare."""
+    orc = ComparisonOracle(lambda Z: 1000 * (Z ** 2).sum(1), vectorized=True)
+    with pytest.raises(ValueError, match=r"'L' argument of comparison_minimize must be declared: an upper "
+                                         r"bound on the gradient's Lipschitz constant"):
+        comparison_minimize(orc, np.ones(3), eps=0.1)
+    res = comparison_minimize(orc, np.ones(3), eps=0.1, L=2000.0, delta_f=3000.0, max_iter=20000)
+    if res.status == "converged":
+        assert np.linalg.norm(2000 * res.x) <= 0.1
 
 
 @pytest.mark.parametrize("method", ["tr", "ngd"])

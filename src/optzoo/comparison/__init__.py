@@ -9,7 +9,7 @@ check). See ``docs/papers/comparison.md``.
 >>> import numpy as np
 >>> from optzoo.comparison import ComparisonOracle, comparison_minimize
 >>> orc = ComparisonOracle(lambda x: float(np.sum(x ** 2)))
->>> res = comparison_minimize(orc, np.ones(3), eps=0.1, method="ngd", max_iter=5)
+>>> res = comparison_minimize(orc, np.ones(3), eps=0.1, L=1.0, method="ngd", max_iter=5)
 >>> res.ncomparisons == orc.ncomparisons
 True
 """

@@ -140,7 +140,7 @@ def iteration_budget(method: str, *, eps: float, L: float, rho: float, delta_f: 
 
 
 def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str = "tr",
-                        L: float = 1.0, rho: float = 1.0, delta_f: float = 1.0,
+                        L: float | None = None, rho: float = 1.0, delta_f: float = 1.0,
                         max_iter: int | None = None, budget: int | None = None,
                         delta_g: float = 0.125, delta_h: float = 0.125, radius: float | None = None,
                         c_R: float = 1.0, c_T: float = 12.0, hessian_span: float = 4.0,
@@ -156,8 +156,9 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     eps : target gradient norm epsilon (> 0).
     method : ``"tr"`` (CMP-TR, this paper's bound, our reconstruction) or ``"ngd"``
         (CMP-NGD, Zhang & Li 2024).
-    L, rho, delta_f : declared gradient-Lipschitz constant, Hessian-Lipschitz constant and
-        ``f(x0) - inf f`` (upper bounds); they set the step (``eps/(2L)``), the trust radius
+    L, rho, delta_f : declared gradient-Lipschitz constant (required: no default, since the
+        stopping test's certificate holds only for the declared ``L``), Hessian-Lipschitz
+        constant and ``f(x0) - inf f`` (upper bounds, default 1); they set the step (``eps/(2L)``), the trust radius
         (``c_R sqrt(eps/rho)``) and the planned iteration count (:func:`iteration_budget`).
         Comparisons cannot check them: ``f`` and ``f / 200`` give the same comparisons, so an
         ``L`` understated 200-fold describes ``f / 200``, for which a start with
@@ -215,6 +216,10 @@ def comparison_minimize(oracle: ComparisonOracle, x0, *, eps: float, method: str
     x = check_array("x0", x0, owner=_OWNER, ndim=1, copy=True)
     eps = check_real("eps", eps, owner=_OWNER, low=0.0, closed="neither")
     method = check_choice("method", method, METHODS, owner=_OWNER)
+    if L is None:
+        fail("L", _OWNER, "declared: an upper bound on the gradient's Lipschitz constant (comparisons "
+             "cannot see f's scale, and the stopping test certifies |grad f| <= eps only for the "
+             "declared L)", None)
     L = check_real("L", L, owner=_OWNER, low=0.0, closed="neither")
     rho = check_real("rho", rho, owner=_OWNER, low=0.0, closed="neither")
     delta_f = check_real("delta_f", delta_f, owner=_OWNER, low=0.0, closed="neither")
