@@ -195,6 +195,8 @@ def _zo_rows():
         Bad("seed<0", lambda: mk(seed=-1), ValueError, r"'seed' argument of MarkovZOSGD must be an int"),
         Bad("feedback", lambda: mk(feedback="three_point"), ValueError, r"'feedback' argument of MarkovZOSGD"),
         Bad("smoothing<=0", lambda: mk(smoothing=0.0), ValueError, r"'smoothing' argument of MarkovZOSGD"),
+        Bad("smoothing below float resolution (trial 2, defect 3)", lambda: mk(smoothing=1e-300), ValueError,
+            r"'smoothing' argument of MarkovZOSGD must be at least the float resolution of the iterate"),
         Bad("closure not callable", lambda: mk().step(3.0), TypeError, r"'closure' argument of MarkovZOSGD"),
         Bad("load foreign state_dict", lambda: mk().load_state_dict(torch.optim.SGD(
             [torch.nn.Parameter(torch.ones(3))], lr=0.1).state_dict()), ValueError,
@@ -491,6 +493,10 @@ def _markov_rows():
                             r"'oracle' argument of markov_zo_minimize"),
                         Bad("smoothing<=0", lambda: zo(smoothing=0.0), ValueError,
                             r"'smoothing' argument of markov_zo_minimize"),
+                        Bad("smoothing below float resolution (trial 2, defect 3: ended budget_used "
+                            "at its start)", lambda: zo(smoothing=1e-300), ValueError,
+                            r"'smoothing' argument of markov_zo_minimize must be at least the float "
+                            r"resolution of the iterate \(here 2.2e-16"),
                         Bad("batching", lambda: zo(batching="mlmc"), ValueError,
                             r"'batching' argument of markov_zo_minimize"),
                         Bad("max_calls<1", lambda: zo(max_calls=0), ValueError,

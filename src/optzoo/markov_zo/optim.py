@@ -16,7 +16,12 @@ import torch
 
 from optzoo._core.rng import np_rng, torch_generator
 from optzoo._core.validation import check_int, check_real, fail, joint_group_options
-from optzoo.markov_zo.zo import _check_common, mlmc_weights, zo_coefficient
+from optzoo.markov_zo.zo import (
+    _check_common,
+    check_smoothing_resolution,
+    mlmc_weights,
+    zo_coefficient,
+)
 
 __all__ = ["MarkovZOSGD"]
 
@@ -70,6 +75,12 @@ class MarkovZOSGD(torch.optim.Optimizer):
         # parameters, so step() requires the groups to agree on them
         super().__init__(params, dict(lr=lr, smoothing=smoothing, feedback=feedback,
                                       batching=batching, batch=batch, max_level=max_level))
+        ps = [p for g in self.param_groups for p in g["params"]]
+        if ps and all(torch.is_floating_point(p) for p in ps):
+            with torch.no_grad():
+                scale = max(float(p.detach().abs().max()) if p.numel() else 0.0 for p in ps)
+            check_smoothing_resolution(_OWNER, smoothing, scale,
+                                       max(float(torch.finfo(p.dtype).eps) for p in ps))
         # the user's data source, like a DataLoader: not part of the optimizer's state_dict
         self.stream = stream
         self.seed = seed

@@ -175,6 +175,18 @@ def schedule_smoothness(oracle, x0, mu: float, smoothness, rng) -> float:
     return mu if smoothness is None or not smoothness >= mu else smoothness
 
 
+def check_smoothing_resolution(owner: str, smoothing: float, scale: float, eps: float) -> None:
+    """Refuse a smoothing radius below the float resolution of the iterate's scale
+    (``eps * max(1, scale)``, ``eps`` the dtype's machine epsilon): there the two evaluations
+    differ by less than rounding, every estimate is 0 and the run never moves (a new user's
+    trial: ``smoothing=1e-300`` ended ``budget_used`` at its start)."""
+    res = eps * max(1.0, float(scale))
+    if smoothing < res:
+        fail("smoothing", owner, f"at least the float resolution of the iterate (here {res:.2g} = "
+             "finfo(dtype).eps x max(1, |x|_inf)); below it x + t e and x - t e evaluate alike "
+             "and every estimate is 0", smoothing)
+
+
 def _check_common(owner, *, feedback, smoothing, batching, batch, max_level):
     check_choice("feedback", feedback, ("one_point", "two_point"), owner=owner)
     check_real("smoothing", smoothing, owner=owner, low=0.0, closed="neither")
@@ -318,6 +330,8 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
                         f"feedback='two_point' (same noise state for both evaluations). "
                         f"Got {type(oracle).__name__}.")
     x0 = check_array("x0", x0, owner=owner, shape=(oracle.dim,))
+    check_smoothing_resolution(owner, smoothing, float(np.max(np.abs(x0), initial=0.0)),
+                               float(np.finfo(np.float64).eps))
     d = oracle.dim
     if smoothness is not None:
         smoothness = check_real("smoothness", smoothness, owner=owner, low=0.0, closed="neither")
