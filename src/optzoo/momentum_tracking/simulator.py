@@ -53,8 +53,10 @@ class DriftingQuadratic:
     Parameters: ``d`` dimension (default 20, or ``len(curvatures)``; a single curvature with
     ``d`` is isotropic); ``kappa``, ``L``, ``spectrum`` ("geometric", "linear",
     "two") set the curvatures in [L/kappa, L] unless ``curvatures`` is given; ``drift`` and
-    ``drift_scale`` the drift model; ``noise_var`` the gradient-noise variance per coordinate;
-    ``period`` the switch period; ``init_error`` the initial error e_0 per coordinate; ``seed``
+    ``drift_scale`` the drift model: **for "random_walk" ``drift_scale`` is the variance** q of
+    each step's Gaussian drift (not its standard deviation); for "constant", "adversarial" and
+    "switch" it is the step's size (v, Delta, Delta_J); ``noise_var`` the gradient-noise
+    variance per coordinate; ``period`` the switch period; ``init_error`` the initial error e_0 per coordinate; ``seed``
     the base seed of the noise and drift generators.
 
     >>> env = DriftingQuadratic(4, kappa=10.0, drift="random_walk", drift_scale=1e-2, seed=0)
