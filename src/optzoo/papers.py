@@ -193,7 +193,7 @@ PAPERS: tuple[Paper, ...] = (
           api=("LOSS_TYPES", "Band", "LogLinearPolicy", "PreferenceLoss", "RCDPOConfig",
                "RCDPOTrainer", "RewardCalibrator", "band_edges", "disentanglement_band",
                "first_order_change", "incentives", "pairwise_loss", "preference_loss"),
-          headline_claims=("rc_dpo", "gold_reward"),
+          headline_claims=("rc_dpo", "rc_winner_after_transient", "rc_raises_winner_vs_base", "gold_reward"),
           implemented=True),
     Paper(16, "mo_bandit", "Divide & Learn: multi-objective combinatorial optimization at scale",
           "ICML 2026", "2602.11346", "esha-singh/Divide-and-Learn", "official-code", "",

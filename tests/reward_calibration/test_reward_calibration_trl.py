@@ -102,20 +102,39 @@ def test_rc_config_errors():
 
 
 def test_smoke_reproduction(tmp_path):
+    import dataclasses
     import json
+
+    from optzoo.repro.evidence import Record, as_records
+    from optzoo.repro.judging import judge_claims
 
     cfg = repro.SCALES["smoke"]
     assert 2 <= cfg.seeds <= 3 and repro.SCALES["quick"].seeds >= 5
     assert repro.SCALES["full"].seeds > repro.SCALES["quick"].seeds
     per_seed = [repro.run(cfg, s, NullProgress()) for s in range(cfg.seeds)]
-    per_seed = json.loads(json.dumps(per_seed))  # JSON-clean (the runner stores it so)
-    verdicts = repro.judge(per_seed)
+    assert all(isinstance(r, Record) for seed in per_seed for r in seed)
+    # JSON-clean (the runner stores it so)
+    per_seed = [as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in seed])))
+                for seed in per_seed]
+    verdicts = judge_claims(repro.CLAIMS, per_seed, scale="smoke", notes=repro.notes(per_seed))
     assert [v.claim for v in verdicts] == [c.id for c in repro.CLAIMS]
     assert [v.kind for v in verdicts] == [c.kind for c in repro.CLAIMS]
     by = {v.claim: v for v in verdicts}
     assert by["trl_parity"].verdict == "passed"
     assert by["band_exact"].verdict == "passed"
-    assert all("gold" in a for a in per_seed[0]["arms"].values())
+    for v in verdicts:  # every claim's evidence and its control's evidence are readable
+        assert "could not be read" not in v.summary, v.summary
+        if v.kind == "claim":
+            assert v.control is not None and "could not be read" not in v.control.summary
+    # the control arm differs only in calibration: its paired difference to itself is 0 and
+    # it really differs from the RC arm
+    seed0 = per_seed[0]
+    rc = {(r.part, r.metric): r.value for r in seed0 if r.arm == "rc" and r.instance == "heldout"}
+    base = {(r.part, r.metric): r.value for r in seed0 if r.arm == "base" and r.instance == "heldout"}
+    assert set(rc) >= {(lt, m) for lt in repro.LOSSES for m in ("dz_w", "dz_l", "gold", "dz_w_late")}
+    assert all(rc[k] != base[k] for k in rc if k[1] == "dz_w")
+    assert any(r.metric == "trace_alpha" and r.arm == "rc" for r in seed0)
+    assert not any(r.metric == "trace_alpha" and r.arm == "base" for r in seed0)
     paths = repro.figures(per_seed, tmp_path)
     assert paths and all(p.exists() for p in paths)
     assert set(repro.SCALES) >= {"smoke", "quick", "full"}

@@ -215,7 +215,7 @@ def _new_trace():
 def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch: int,
                lr: float, seed: int, phi: str = "head", ema_beta: float = 0.98,
                trace_every: int = 10, progress=None, gold_prompts: int = 0,
-               gold_per_prompt: int = 16) -> list[dict]:
+               gold_per_prompt: int = 16, eval_mid: bool = False) -> list[dict]:
     """Train one copy of ``ref_model`` per arm, all arms in one batched computation.
 
     ``arms``: dicts with ``loss_type``, ``rc`` (bool), ``k`` (a key of ``datasets``), optional
@@ -224,7 +224,9 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
     same reference, same batch indices at every step, same Adam and learning rate. ``phi``:
     ``head`` (the output use of the tied embedding: the LM-head gradient) or ``all``.
     ``gold_prompts`` > 0: also the mean gold reward of ``gold_per_prompt`` samples on each of
-    that many fresh prompts (:func:`sample_gold_reward`), key ``gold``.
+    that many fresh prompts (:func:`sample_gold_reward`), key ``gold``. ``eval_mid``: also the
+    held-out means after ``steps // 2`` steps (keys ``dz_w_mid``, ``dz_l_mid``), so the change
+    over the second half (after the early stage) can be read.
     """
     A = len(arms)
     W = stack_weights(ref_model, A)
@@ -239,8 +241,12 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
     order = torch.cat([torch.randperm(n, generator=gen) for _ in range(steps * batch // n + 1)])
     lens = torch.full((batch,), float(RESP_TOKENS))
     traces = [_new_trace() for _ in arms]
+    mid: list[tuple[float, float]] | None = None
     t0 = time.perf_counter()
     for step in range(steps):
+        if eval_mid and step == steps // 2:
+            mid = [_heldout_means(W, a, datasets[arm["k"]][1], refs[arm["k"]][1], n_head)[:2]
+                   for a, arm in enumerate(arms)]
         idx = order[step * batch:(step + 1) * batch]
         ids = torch.stack([torch.cat([datasets[a["k"]][0].chosen[idx],
                                       datasets[a["k"]][0].rejected[idx]]) for a in arms])
@@ -293,19 +299,27 @@ def train_arms(ref_model, arms: list[dict], datasets: dict, *, steps: int, batch
     out = []
     with torch.no_grad():
         for a, arm in enumerate(arms):
-            held = datasets[arm["k"]][1]
-            rw, rl = refs[arm["k"]][1]
-            zs = stacked_logps({k: v[a:a + 1] for k, v in W.items()},
-                               torch.cat([held.chosen, held.rejected])[None], n_head)[0]
-            dw, dl = zs[:len(held)] - rw, zs[len(held):] - rl
-            out.append({"dz_w": float(dw.mean()), "dz_l": float(dl.mean()),
-                        "displaced": float((dw < 0).double().mean()),
-                        "accuracy": float(((dw - dl) > 0).double().mean()),
+            dz_w, dz_l, displaced, accuracy = _heldout_means(
+                W, a, datasets[arm["k"]][1], refs[arm["k"]][1], n_head)
+            out.append({"dz_w": dz_w, "dz_l": dz_l, "displaced": displaced, "accuracy": accuracy,
                         "trace": traces[a], "wall_s": wall / A,
                         "skipped": 0 if calibs[a] is None else int(calibs[a].state["skipped"])})
+            if mid is not None:
+                out[-1]["dz_w_mid"], out[-1]["dz_l_mid"] = mid[a]
             if gold is not None:
                 out[-1]["gold"] = gold[a]
     return out
+
+
+@torch.no_grad()
+def _heldout_means(W: dict, a: int, held: ToyData, ref, n_head: int):
+    """Arm ``a``'s held-out means ``(dz_w, dz_l, displacement rate, accuracy)`` vs ``ref``."""
+    rw, rl = ref
+    zs = stacked_logps({k: v[a:a + 1].detach() for k, v in W.items()},
+                       torch.cat([held.chosen, held.rejected])[None], n_head)[0]
+    dw, dl = zs[:len(held)] - rw, zs[len(held):] - rl
+    return (float(dw.mean()), float(dl.mean()), float((dw < 0).double().mean()),
+            float(((dw - dl) > 0).double().mean()))
 
 
 def trl_rpo_arm(ref_model, train: ToyData, held: ToyData, *, steps: int, batch: int,
