@@ -162,6 +162,8 @@ def test_bad_step_inputs():
         opt.step()
     with pytest.raises(ValueError, match="'indices'"):
         opt.step(indices=torch.tensor([0, N]))
+    with pytest.raises(ValueError, match="'indices' argument of DPC4.step must be distinct record ids"):
+        opt.step(indices=torch.tensor([1, 1]))
     next(model.parameters()).grad_sample[0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="finite values. Got NaN or inf"):
         opt.step(indices=torch.arange(2))

@@ -344,6 +344,9 @@ class DPC4(_PrivateOptimizer):
                 fail("indices", "DPC4.step", f"of length {b} (the batch size)", indices.numel())
             if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= self.num_records):
                 fail("indices", "DPC4.step", f"ids in [0, {self.num_records - 1}]", indices.tolist())
+            if indices.unique().numel() != indices.numel():
+                fail("indices", "DPC4.step", "distinct record ids (a Poisson batch holds each record "
+                     "at most once)", indices.tolist())
         c1, c2 = self.clip_schedule(self.t)
         z = self._z(self.t)
         if self.memory == "anchor":
