@@ -415,7 +415,12 @@ def per_sample_grads(model: nn.Module, loss_fn, inputs: Tensor, targets: Tensor)
 
     def loss_one(prm, x, y):
         out = functional_call(model, (prm, buffers), (x.unsqueeze(0),))
-        return loss_fn(out, y.unsqueeze(0))
+        loss = loss_fn(out, y.unsqueeze(0))
+        if not torch.is_tensor(loss) or loss.numel() != 1:
+            fail("loss_fn", "per_sample_grads", "a callable returning one loss value (a scalar "
+                 "tensor) for a batch of one", tuple(loss.shape) if torch.is_tensor(loss)
+                 else type(loss).__name__, exc=TypeError)
+        return loss.reshape(())
 
     if inputs.shape[0] == 0:
         grads = {n: torch.zeros(0, *params[n].shape, dtype=params[n].dtype) for n in names}
