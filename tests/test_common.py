@@ -348,9 +348,9 @@ def _dks_rows():
 
         bad = [
             Bad("k=0", lambda fn=fn, fixed=fixed: fn(_dks_graph(), 0, **fixed), ValueError,
-                rf"'k' argument of {owner} must be an int in \[1, 9\]\. Got 0"),
+                rf"'k' argument of {owner} must be an int in \[1, 10\]\. Got 0"),
             Bad("k>n", lambda fn=fn, fixed=fixed: fn(_dks_graph(), 50, **fixed), ValueError,
-                rf"'k' argument of {owner} must be an int in \[1, 9\]\. Got 50"),
+                rf"'k' argument of {owner} must be an int in \[1, 10\]\. Got 50"),
             Bad("k float", lambda fn=fn, fixed=fixed: fn(_dks_graph(), 2.5, **fixed), TypeError,
                 rf"'k' argument of {owner} must be an int"),
             Bad("graph list", lambda fn=fn, fixed=fixed: fn([[0, 1], 2], 1, **fixed), TypeError,
@@ -365,6 +365,11 @@ def _dks_rows():
             bad.append(Bad("device=cuda without CUDA",
                            lambda fn=fn, fixed=fixed: fn(_dks_graph(), 4, device="cuda", **fixed),
                            ValueError, rf"'device' argument of {owner} must be 'cpu' or a CUDA device"))
+        if owner == "densest_k_subgraph":  # checked whatever the method (trial 2, item 6)
+            bad.append(Bad("time_limit<=0",
+                           lambda fixed=fixed: dks.densest_k_subgraph(_dks_graph(), 4, time_limit=-1, **fixed),
+                           ValueError, r"'time_limit' argument of densest_k_subgraph must be a finite "
+                                       r"real number in \(0, inf\)\. Got -1"))
         if owner == "densest_k_subgraph" and fixed["method"] == "se-fw":
             bad.append(Bad("method", lambda: dks.densest_k_subgraph(_dks_graph(), 4, method="sa"),
                            ValueError, r"'method' argument of densest_k_subgraph must be one of"))

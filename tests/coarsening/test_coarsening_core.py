@@ -189,6 +189,20 @@ def test_certificate_zero_for_identity():
     assert e["epsilon"] < 1e-10 and e["epsilon_bound"] < 1e-8
 
 
+def test_certificate_shapes_are_checked():  # trial 2, item 8: scipy's matmul error before
+    A = _rand_graph(10, 0.4, 6)
+    X = np.random.default_rng(6).normal(size=(10, 3))
+    C = sp.identity(10, format="csr")
+    with pytest.raises(ValueError, match=r"The 'Xc' argument of epsilon_certificate must be an array "
+                                         r"of shape \(2, 3\)\. Got shape \(10, 3\)"):
+        epsilon_certificate(A, X, C[:, :2], X)
+    with pytest.raises(ValueError, match=r"The 'C' argument of epsilon_certificate must be a \(10, k\)"):
+        epsilon_certificate(A, X, C[:4], X)
+    with pytest.raises(ValueError, match=r"The 'X' argument of epsilon_certificate must be an array "
+                                         r"of shape \(10, n\)"):
+        epsilon_certificate(A, X[:5], C, X)
+
+
 def test_hard_coarse_laplacian_structure():
     A = _rand_graph(30, 0.2, 7)
     lab = np.arange(30) % 7

@@ -174,3 +174,24 @@ def test_score_bad_queries_and_options_are_clear_errors():  # issue 17, item 5
         ctx.score(torch.tensor([5]), torch.tensor([7]))
     with pytest.raises(ValueError, match=r"The 'query' argument of TunedContext\.generate"):
         ctx.generate(torch.tensor([-1]), max_new_tokens=1)
+    with pytest.raises(ValueError, match=r"The 'max_new_tokens' argument of TunedContext\.generate "
+                                         r"must be an int in \[1, inf\]\. Got 0\."):
+        ctx.generate(torch.tensor([5]), max_new_tokens=0)
+    with pytest.raises(ValueError, match=r"The 'path' argument of TunedContext\.save must be a file "
+                                         r"path in an existing directory"):
+        ctx.save("/nonexistent-optzoo-dir/ctx.safetensors")
+
+
+def test_trial2_bad_inputs():  # trial 2, items 6-8
+    m = tiny_llama(40, n_layer=1, n_embd=16, n_head=2, n_positions=64, seed=0).eval()
+    d2 = demos(2)
+    # a negative id is reported by its own value, not the largest id of the demos
+    with pytest.raises(ValueError, match=r"'demos' argument of ContextTuning must be token ids in "
+                                         r"\[0, 40\).*Got -1\."):
+        ContextTuning(m, [(torch.tensor([-1]), torch.tensor([6])), d2[1]], delimiter_ids=D)
+    with pytest.raises(ValueError, match=r"The 'seed' argument of ContextTuning must be an int in "
+                                         r"\[0, inf\]\. Got -1\."):
+        ContextTuning(m, d2, delimiter_ids=D, seed=-1)
+    with pytest.raises(ValueError, match=r"The 'model' argument of ContextTuning must be a model in "
+                                         r"float32"):
+        ContextTuning(tiny_llama(40, n_layer=1, n_embd=16, n_head=2, seed=0).half(), d2, delimiter_ids=D)

@@ -78,6 +78,10 @@ CASES = [
     ("grid", lambda: shortest_path_model((5,)), ValueError, r"'grid' argument of shortest_path_model"),
     ("knapsack weights", lambda: knapsack_model([1.0, 2.0], 3.0), ValueError,
      r"'weights' argument of knapsack_model"),
+    ("knapsack capacity < 0 (trial 2)", lambda: knapsack_model([[1.0, 2.0]], [-1.0]), ValueError,
+     r"'capacity' argument of knapsack_model must be non-negative .*Got \[-1\.0\]"),
+    ("knapsack capacity length", lambda: knapsack_model([[1.0, 2.0]], [1.0, 2.0, 3.0]), ValueError,
+     r"'capacity' argument of knapsack_model must be a number or an array of shape \(1,\)"),
     ("setObj nan", lambda: SP.setObj(np.full(7, np.nan)), ValueError,
      r"'c' argument of FeasibleSetModel.setObj must contain only finite values"),
 ]
@@ -113,6 +117,13 @@ def test_train_predictor_bad_inputs():
                                                                          empty.sols, empty.objs))
     with pytest.raises(ValueError, match=r"'train_data' argument of train_predictor must be a non-empty dataset"):
         train_predictor(net, DirectionalLoss(SP), empty, optmodel=SP)
+    # trial 2, item 8: a loss returning None, and a plain torch loss fed the wrong width
+    with pytest.raises(TypeError, match=r"'loss_fn' argument of train_predictor must be a callable "
+                                        r"returning a torch tensor \(the loss\)\. Got 'NoneType'"):
+        train_predictor(net, lambda pred_cost, true_cost: None, ds, optmodel=SP)
+    with pytest.raises(ValueError, match=r"'model' argument of train_predictor must be a predictor of "
+                                         r"costs, output shape \(batch, 7\)\. Got \(8, 3\)"):
+        train_predictor(torch.nn.Linear(2, 3), torch.nn.MSELoss(), ds, optmodel=SP, batch_size=8)
 
 
 def test_pyepo_modules_accept_our_models():

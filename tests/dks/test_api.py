@@ -51,9 +51,9 @@ def test_k_equal_n_warns_and_returns_everything():
 
 @pytest.mark.parametrize("kwargs, exc, msg", [
     (dict(k=50), ValueError,
-     r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 50\."),
-    (dict(k=0), ValueError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 0\."),
-    (dict(k=2.5), TypeError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 33\]\. Got 2\.5\."),
+     r"The 'k' argument of densest_k_subgraph must be an int in \[1, 34\]\. Got 50\."),
+    (dict(k=0), ValueError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 34\]\. Got 0\."),
+    (dict(k=2.5), TypeError, r"The 'k' argument of densest_k_subgraph must be an int in \[1, 34\]\. Got 2\.5\."),
     (dict(k=True), TypeError, r"The 'k' argument of densest_k_subgraph must be an int"),
     (dict(k=5, lam=-1.0), ValueError,
      r"The 'lam' argument of densest_k_subgraph must be a finite real number in \[0, inf\]\. Got -1\.0\."),
@@ -64,6 +64,7 @@ def test_k_equal_n_warns_and_returns_everything():
     (dict(k=5, max_iter=-1), ValueError, r"The 'max_iter' argument of se_frank_wolfe must be an int in \[0, inf\]"),
     (dict(k=5, gap_tol=-1e-3), ValueError, r"The 'gap_tol' argument of se_frank_wolfe must be"),
     (dict(k=5, method="mip", time_limit=0), ValueError, r"The 'time_limit' argument of densest_k_subgraph"),
+    (dict(k=5, time_limit=0), ValueError, r"The 'time_limit' argument of densest_k_subgraph"),
 ])
 def test_validation_messages(kwargs, exc, msg):  # property 13
     with pytest.raises(exc, match=msg):
@@ -102,7 +103,7 @@ def test_cli_json_and_text(tmp_path, capsys):
     assert dks_command(str(p), 10, method="peel") == 0
     assert "edges      25" in capsys.readouterr().out
     assert dks_command(str(p), 100, as_json=True) == 1
-    assert "must be an int in [1, 33]" in json.loads(capsys.readouterr().out)["error"]
+    assert "must be an int in [1, 34]" in json.loads(capsys.readouterr().out)["error"]
     assert dks_command(str(tmp_path / "missing.txt"), 3) == 1
 
 

@@ -130,3 +130,11 @@ def test_gaussian_dp_epsilon_edges():
     with pytest.raises(ValueError, match=r"'noise_multipliers' argument of gaussian_dp_epsilon must be "
                                          r"noise large enough for epsilon <= 500"):
         gaussian_dp_epsilon([1e-3], delta=1e-5)
+
+
+def test_no_release_spends_nothing():
+    """An empty schedule (zero releases) has epsilon 0; delta is still checked."""
+    assert rdp_epsilon([], 0.1, delta=1e-5) == 0.0
+    assert gaussian_dp_epsilon([], delta=1e-5) == 0.0
+    with pytest.raises(ValueError, match="'delta' argument of rdp_epsilon"):
+        rdp_epsilon([], 0.1, delta=0.0)

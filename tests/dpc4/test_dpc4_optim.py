@@ -162,12 +162,20 @@ def test_bad_step_inputs():
         opt.step()
     with pytest.raises(ValueError, match="'indices'"):
         opt.step(indices=torch.tensor([0, N]))
+    with pytest.raises(ValueError, match="'indices' argument of DPC4.step must be distinct record ids"):
+        opt.step(indices=torch.tensor([1, 1]))
     next(model.parameters()).grad_sample[0, 0, 0] = float("nan")
     with pytest.raises(ValueError, match="finite values. Got NaN or inf"):
         opt.step(indices=torch.arange(2))
     next(model.parameters()).grad_sample = [torch.zeros(2, 8, 5)] * 2
     with pytest.raises(ValueError, match="accumulation"):
         opt.step(indices=torch.arange(2))
+    # trial 2, item 8: a loss returning a vector gave functorch's error
+    with pytest.raises(TypeError, match=r"The 'loss_fn' argument of per_sample_grads must be a callable "
+                                        r"returning one loss value .*Got \(8,\)\."):
+        per_sample_grads(model, lambda o, t: torch.ones(8) * o.sum(), X[:2], Y[:2])
+    with pytest.raises(TypeError, match=r"The 'loss_fn' argument of per_sample_grads .*Got 'NoneType'"):
+        per_sample_grads(model, lambda o, t: None, X[:2], Y[:2])
     bn = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4))
     with pytest.raises(TypeError, match="BatchNorm"):
         per_sample_grads(bn, loss_fn, X[:4], Y[:4])

@@ -170,6 +170,14 @@ def test_determinism():
     assert torch.equal(out[0], out[1])
 
 
+def test_duplicate_indices_refused():
+    st = dpc4_init(3, memory="anchor", num_records=5)
+    st = st._replace(memory=st.memory.float(), anchors=st.anchors.float())
+    with pytest.raises(ValueError, match="'indices' argument of dpc4_update must be distinct record ids"):
+        dpc4_update(torch.ones(2, 3), st, indices=torch.tensor([3, 3]), expected_batch_size=2,
+                    sample_rate=0.4, clip1=0.5, clip2=1.0, noise_multiplier=1.0)
+
+
 def _ef_step(parts, mem, seed=3):
     state = dpc4_init(0, memory="ef")._replace(memory=mem)
     return dpc4_update(parts, state, indices=None, expected_batch_size=8.0, sample_rate=0.1, clip1=1.0,

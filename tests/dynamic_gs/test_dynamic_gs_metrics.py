@@ -49,3 +49,17 @@ def test_our_ssim_and_psnr_equal_torchmetrics():
         mse = float(((img - ref) ** 2).mean())
         assert math.isclose(float(peak_signal_noise_ratio(x, y, data_range=1.0)), 10 * math.log10(1 / mse),
                             rel_tol=1e-6)
+
+
+def test_bad_images_get_the_template():  # trial 2, item 8: torch/torchmetrics errors before
+    with pytest.raises(ValueError, match=r"The 'ref' argument of psnr must be an image of the shape "
+                                         r"of img \(4, 4, 3\)\. Got \(5, 5, 3\)\."):
+        psnr(torch.rand(4, 4, 3), torch.rand(5, 5, 3))
+    with pytest.raises(ValueError, match=r"The 'img' argument of ssim must be an \[H, W, C\] image "
+                                         r"with H, W >= 6.*Got \(2, 2, 3\)\."):
+        ssim(torch.rand(2, 2, 3), torch.rand(2, 2, 3))
+    with pytest.raises(ValueError, match=r"The 'ref' argument of ssim_tensor must be an image of the "
+                                         r"shape of img"):
+        ssim_tensor(torch.rand(8, 8, 3), torch.rand(8, 9, 3))
+    with pytest.raises(TypeError, match=r"The 'img' argument of ssim must be a torch tensor"):
+        ssim([[0.0]], torch.rand(8, 8, 3))

@@ -48,6 +48,17 @@ def test_principles_parse_renormalise_and_error():
     assert [x.weight for x in c] == [0.5, 0.5]
     with pytest.raises(ValueError, match="at least one"):
         parse_principles("nothing useful")
+    with pytest.raises(TypeError, match=r"The 'text' argument of parse_principles must be a str"):
+        parse_principles(None)
+
+
+def test_parse_score_bounds_checked():  # trial 2, item 6
+    with pytest.raises(ValueError, match=r"The 'high' argument of parse_score must be a real number "
+                                         r">= low = 10\. Got 1\.0\."):
+        parse_score("Score: 5", low=10, high=1)
+    with pytest.raises(ValueError, match=r"The 'low' argument of parse_score"):
+        parse_score("Score: 5", low=float("nan"))
+    assert parse_score("Score: 5", low=5, high=5) == 5.0
 
 
 def test_truncate_and_think():

@@ -54,6 +54,17 @@ def test_nonfinite_oracle_values_raise():
         orc.pair(np.zeros(2), np.ones(2))
 
 
+@pytest.mark.parametrize("ret, got", [(None, "'NoneType'"), ("a", "'str'"), (np.ones(3), r"\(3,\)")])
+def test_oracle_values_that_are_not_numbers_raise(ret, got):  # trial 2, item 8
+    orc = MarkovOracle(lambda x, z: ret, StickyChain([0.0, 1.0], 0.5), dim=2)
+    with pytest.raises(TypeError, match=r"The 'fun' argument of MarkovOracle must be a callable "
+                                        r"F\(x, z\) returning one real number\. Got " + got):
+        markov_zo_minimize(orc, np.ones(2), lr=0.1, iterations=3)
+    vec = MarkovOracle(lambda X, Z: "ab", StickyChain([0.0, 1.0], 0.5), dim=2, vectorized=True)
+    with pytest.raises(TypeError, match=r"The 'fun' argument of MarkovOracle must be a vectorized"):
+        vec.values(np.ones((2, 2)))
+
+
 def test_chain_errors():
     with pytest.raises(ValueError, match=r"'mixing_time' argument of StickyChain.with_mixing_time must be an int in \[1, inf\]. Got 0"):
         StickyChain.with_mixing_time([0.0, 1.0], 0)

@@ -50,3 +50,25 @@ def test_ref_point_alone_gives_the_hypervolume():
 def test_bad_hv_points(kw, pattern):
     with pytest.raises(ValueError, match=pattern):
         _run(**kw)
+
+
+def test_trial2_metric_and_objective_inputs():  # trial 2, items 6 and 8
+    from optzoo.mo_bandit import hv_ratio, hypervolume, nondominated_mask
+
+    ref = np.array([2.0, 2.0])
+    with pytest.raises(ValueError, match=r"The 'F' argument of hypervolume must be free of NaN.*"
+                                         r"Got \[nan, 1\.0\]\."):
+        hypervolume(np.array([[np.nan, 1.0], [1.0, 1.0]]), ref)
+    with pytest.raises(ValueError, match=r"The 'F' argument of hypervolume must be a 2-D array of "
+                                         r"shape \(n, 2\)"):
+        hypervolume(np.array([1.0, 1.0, 1.0]), ref)
+    assert hypervolume(np.zeros((0, 2)), ref) == 0.0
+    with pytest.raises(ValueError, match=r"The 'ideal_point' argument of hv_ratio must be a point "
+                                         r"that differs from ref_point in every objective"):
+        hv_ratio(np.array([[1.0, 1.0]]), ref, ref)
+    with pytest.raises(ValueError, match=r"The 'F' argument of nondominated_mask must be a 2-D array"):
+        nondominated_mask(np.array([1.0, 2.0]))
+    assert nondominated_mask([]).shape == (0,)
+    with pytest.raises(TypeError, match=r"The 'problem' argument of divide_and_learn must return an "
+                                        r"objective vector of 2 real numbers\. Got 'ab'"):
+        divide_and_learn(lambda x: "ab", 10, space=Binary(3), n_objectives=2, seed=0)

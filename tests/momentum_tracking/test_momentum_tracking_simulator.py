@@ -98,6 +98,8 @@ def test_run_tracking_flags_divergence():
     (lambda env: DriftingQuadratic(3, curvatures=[1.0, -1.0]), ValueError, r"'curvatures'.*Got -1\.0"),
     (lambda env: DriftingQuadratic(3, drift="brownian"), ValueError, r"'drift' argument of DriftingQuadratic"),
     (lambda env: DriftingQuadratic(3, noise_var=float("inf")), ValueError, r"'noise_var'.*Got inf"),
+    (lambda env: simulate(env, lr=0.1, device="banana"), ValueError,  # trial 2, item 8
+     r"The 'device' argument of simulate must be a torch device available on this machine"),
 ])
 def test_bad_input(call, exc, match):
     env = DriftingQuadratic(2, seed=0)

@@ -169,7 +169,14 @@ def test_recommend():
     (lambda: stationary_mse(1.0, 0.1, 0.9, noise_var=1, drift_var=-1.0), ValueError, r"'drift_var'.*\[0, inf\]"),
     (lambda: stationary_mse(1.0, 0.1, 0.9, noise_var=1, drift_var=0, form="adam"), ValueError, r"'form'.*one of"),
     (lambda: tuned_mse(1.0, 0.9, noise_var=1, drift_var=0.1, drift="switch"), ValueError, r"'drift' argument"),
-    (lambda: stationary_mse(1.0, "a", 0.9, noise_var=1, drift_var=0), ValueError, r"could not convert|'lr'"),
+    (lambda: stationary_mse(1.0, "a", 0.9, noise_var=1, drift_var=0), TypeError,
+     r"The 'lr' argument of stationary_mse must be a real number or an array of real numbers\. Got 'a'"),
+    # trial 2, item 8: raw numpy errors before
+    (lambda: stationary_mse(["a"], 0.1, 0.9, noise_var=1, drift_var=0), TypeError,
+     r"The 'curvatures' argument of stationary_mse must be a positive number or a non-empty 1-D array\. "
+     r"Got \['a'\]"),
+    (lambda: recommend(1.0, noise_var=1.0, drift_var=0.1, momenta=()), ValueError,
+     r"The 'momenta' argument of recommend must be a non-empty list of momenta in \[0, 1\)\. Got \(\)"),
 ])
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):

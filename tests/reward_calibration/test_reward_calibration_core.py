@@ -210,6 +210,10 @@ def test_error_other_arguments():
                         beta=-1.0)
     with pytest.raises(TypeError, match="'z_w' argument of preference_loss must be a torch"):
         preference_loss([0.0], torch.zeros(1), torch.zeros(1), torch.zeros(1))
+    with pytest.raises(TypeError, match=r"The 'calibrator' argument of preference_loss must be a "
+                                        r"RewardCalibrator .*Got 'yes'\."):  # trial 2, item 8
+        preference_loss(torch.zeros(1), torch.zeros(1), torch.zeros(1), torch.zeros(1),
+                        calibrator="yes")
     with pytest.raises(ValueError, match="'params' argument of RewardCalibrator must be a "
                                          "non-empty"):
         RewardCalibrator([])

@@ -46,6 +46,19 @@ def test_bad_scores_and_shapes():
         safe_kl_logsumexp("abc", rho=0.01)
     with pytest.raises(ValueError, match="'estimator' argument of KLDROLoss"):
         KLDROLoss(estimator="foo")
+    # trial 2, item 8: an alpha that widens the output, a negative group size, a bad sampler
+    with pytest.raises(ValueError, match=r"The 'alpha' argument of safe_kl_logsumexp must be a scalar or "
+                                         r"broadcastable to \(\)\. Got \(5,\)\."):
+        safe_kl_logsumexp(torch.zeros(10), torch.zeros(5), rho=0.01)
+    with pytest.raises(ValueError, match=r"The 'groups' argument of SafeLogSumExp must be a tuple of "
+                                         r"positive ints"):
+        SafeLogSumExp(groups=(-1,))
+    with pytest.raises(TypeError, match=r"The 'source' argument of semidiscrete_eot must be a sampler "
+                                        r"source\(n, generator\) returning an \(n, 2\) array.*Got 'NoneType'"):
+        semidiscrete_eot(lambda n, g: None, torch.randn(5, 2), n_iter=3)
+    with pytest.raises(ValueError, match=r"The 'source' argument of semidiscrete_eot must be a sampler.*"
+                                         r"Got 'shape \(4, 3\)'"):
+        semidiscrete_eot(lambda n, g: torch.zeros(n, 3), torch.randn(5, 2), n_iter=3, batch_size=4)
 
 
 def test_large_rho_warns():

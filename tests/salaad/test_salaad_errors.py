@@ -107,3 +107,7 @@ def test_budget_curve_evaluator_must_return_a_number():
     with pytest.raises(TypeError, match=r"'evaluate' argument of SALAAD.budget_curve must be a "
                                         r"callable returning a real number per model"):
         sal.budget_curve(lambda model: "good", fractions=(1.0,))
+    # trial 2, item 6: NaN was accepted as a value
+    with pytest.raises(ValueError, match=r"'evaluate' argument of SALAAD.budget_curve must be a "
+                                         r"callable returning a real number per model, not NaN"):
+        sal.budget_curve(lambda model: float("nan"), fractions=(1.0,))

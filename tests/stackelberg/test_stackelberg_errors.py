@@ -93,6 +93,10 @@ def test_best_response_validation():
     with pytest.raises(ValueError, match=r"'lam' argument of exact_head_best_response must be large "
                                          r"enough that the ridge system is solvable"):
         exact_head_best_response(torch.ones(20, 5), torch.randn(20), lam=1e-12)
+    # trial 2, item 6: no sample returned a zero head
+    with pytest.raises(ValueError, match=r"'features' argument of exact_head_best_response must be a "
+                                         r"tensor of shape \(\.\.\., N, m\) with N >= 1 sample"):
+        exact_head_best_response(H[:0], Y[:0])
 
 
 def test_curvature_validation():

@@ -3,7 +3,7 @@
 Every check raises at once with a message that names the argument, the owner, the rule and
 the value::
 
-    ValueError: The 'k' argument of densest_k_subgraph must be an int in [1, 33]. Got 50.
+    ValueError: The 'k' argument of densest_k_subgraph must be an int in [1, 34]. Got 50.
 
 ``TypeError`` is raised for a wrong kind of object, ``ValueError`` for a wrong value.
 """

@@ -155,9 +155,15 @@ def epsilon_certificate(adj, X: np.ndarray, C, Xc: np.ndarray, *, lmax: str | fl
     bound 2 max degree, which is rigorous), "lanczos", "gershgorin" or a number.
     Bounds hold: epsilon <= epsilon_tight <= epsilon_bound (up to Lanczos accuracy).
     """
+    owner = "epsilon_certificate"
     L = laplacian(adj)
     p = L.shape[0]
-    R = np.asarray(sp.csr_matrix(C) @ Xc) - X
+    X = check_array("X", X, owner=owner, shape=(p, None))
+    C = sp.csr_matrix(C)
+    if C.shape[0] != p:
+        fail("C", owner, f"a ({p}, k) coarsening matrix (one row per node of adj)", f"shape {C.shape}")
+    Xc = check_array("Xc", Xc, owner=owner, shape=(C.shape[1], X.shape[1]))
+    R = np.asarray(C @ Xc) - X
     nx2 = float(np.sum(X * (L @ X)))
     nc2 = float(np.sum((sp.csr_matrix(C) @ Xc) * (L @ (sp.csr_matrix(C) @ Xc))))
     nr2 = max(float(np.sum(R * (L @ R))), 0.0)

@@ -38,7 +38,11 @@ _OWNER = "ContextTuning"
 
 @dataclass(frozen=True)
 class ContextTuningConfig:
-    """Optimisation settings; the defaults are the official code's (T = 200, lr 1e-3, p = 0.05)."""
+    """Optimisation settings; the defaults are the official code's (T = 200, lr 1e-3, p = 0.05).
+
+    ``steps=0`` is allowed on purpose: ``fit()`` then returns the untuned context, i.e. plain
+    in-context learning over the demonstrations (the paper's ICL baseline).
+    """
 
     steps: int = 200
     lr: float = 1e-3
@@ -240,6 +244,8 @@ class TunedContext:
         """``model.generate`` after the tuned context; returns only the new tokens."""
         import torch
 
+        if "max_new_tokens" in kwargs:
+            check_int("max_new_tokens", kwargs["max_new_tokens"], low=1, owner="TunedContext.generate")
         q = self.query_ids(self._ids(query, "query", "TunedContext.generate"))[None]
         if self.variant == "kv":
             ids = torch.cat([self.context_ids[None], q], 1)
@@ -256,6 +262,8 @@ class TunedContext:
         from safetensors.torch import save_file
 
         path = Path(path)
+        if not path.parent.is_dir():
+            fail("path", "TunedContext.save", "a file path in an existing directory", str(path))
         t = {"context_ids": self.context_ids, "delimiter": self.delimiter}
         if self.variant == "kv":
             for i, (k, v) in enumerate(self.params):
@@ -309,7 +317,7 @@ class ContextTuning:
         cfg = ContextTuningConfig() if config is None else config
         if not isinstance(cfg, ContextTuningConfig):
             fail("config", _OWNER, "a ContextTuningConfig", type(cfg).__name__, exc=TypeError)
-        check_int("seed", seed, owner=_OWNER)
+        check_int("seed", seed, owner=_OWNER, low=0)
         if not hasattr(model, "forward") or not hasattr(model, "config"):
             fail("model", _OWNER, "a Hugging Face causal LM", type(model).__name__, exc=TypeError)
         if getattr(model.config, "is_encoder_decoder", False):
@@ -326,6 +334,9 @@ class ContextTuning:
         if cfg.leave_one_out and len(demos) < 2:
             fail("demos", _OWNER, "at least 2 demonstrations when leave_one_out is on", len(demos))
         dev = next(model.parameters()).device
+        if next(model.parameters()).dtype == torch.float16:
+            fail("model", _OWNER, "a model in float32, bfloat16 or float64 (tuning in float16 "
+                 "overflows; call model.float() first)", "a float16 model")
         vocab = model.get_input_embeddings().num_embeddings
         clean = []
         for i, d in enumerate(demos):
@@ -340,9 +351,10 @@ class ContextTuning:
         self.delimiter = delim
         self.context_ids, self.spans, self.pairs = build_context(clean, delim)
         everything = torch.cat([self.context_ids] + [p for p, _ in self.pairs])
-        if int(everything.min()) < 0 or int(everything.max()) >= vocab:
+        bad = (everything < 0) | (everything >= vocab)
+        if bool(bad.any()):
             fail("demos", _OWNER, f"token ids in [0, {vocab}) (the model's vocabulary; "
-                 "tokenizer/model mismatch?)", int(everything.max()))
+                 "tokenizer/model mismatch?)", int(everything[bad][0]))
         max_pos = getattr(model.config, "max_position_embeddings", None) or getattr(
             model.config, "n_positions", None)
         need = len(self.context_ids) + max(len(p) for p, _ in self.pairs)

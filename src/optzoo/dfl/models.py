@@ -336,8 +336,14 @@ def knapsack_model(weights, capacity):
     as a MILP on HiGHS; ``weights`` has shape (dim, items), ``capacity`` length dim."""
     owner = "knapsack_model"
     W = check_array("weights", weights, owner=owner, ndim=2)
-    cap = np.broadcast_to(np.asarray(capacity, dtype=float), (W.shape[0],)).copy()
-    check_array("capacity", cap, owner=owner)
+    cap = check_array("capacity", capacity, owner=owner)
+    if cap.size == 1:
+        cap = np.full(W.shape[0], float(cap.reshape(-1)[0]))
+    elif cap.shape != (W.shape[0],):
+        fail("capacity", owner, f"a number or an array of shape ({W.shape[0]},) (one per weight row)",
+             f"shape {cap.shape}")
+    if (cap < 0).any():
+        fail("capacity", owner, "non-negative (the empty knapsack must be feasible)", cap.tolist())
     m = LinearProgramModel(W.shape[1], A_ub=W, b_ub=cap, lb=0.0, ub=1.0,
                            integrality=np.ones(W.shape[1]), sense="max")
     m.weights, m.capacity = W, cap

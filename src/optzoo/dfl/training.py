@@ -271,8 +271,14 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
             for i in range(0, n, batch_size):
                 idx = perm[i:i + batch_size]
                 pred = model(X[idx])
+                if not torch.is_tensor(pred) or pred.shape != C[idx].shape:
+                    fail("model", owner, f"a predictor of costs, output shape (batch, {C.shape[1]})",
+                         tuple(pred.shape) if torch.is_tensor(pred) else type(pred).__name__)
                 fields = {"pred": pred, "cost": C[idx], "sol": W[idx], "obj": Z[idx]}
                 loss = loss_fn(*[fields[r] for r in roles])
+                if not torch.is_tensor(loss):
+                    fail("loss_fn", owner, "a callable returning a torch tensor (the loss)",
+                         type(loss).__name__, exc=TypeError)
                 if loss.ndim:
                     loss = loss.mean()
                 value = float(loss.detach())       # one read of the loss a step

@@ -44,7 +44,7 @@ def prepare(graph: Any, k: Any, *, owner: str, symmetrize: bool = True,
             warnings.warn(f"{owner}: k = n = {g.n}; the only k-subgraph is the whole graph.",
                           UserWarning, stacklevel=3)
         return g, g.n
-    k = check_int("k", k, owner=owner, low=1, high=max(1, g.n - 1))
+    k = check_int("k", k, owner=owner, low=1, high=g.n)  # k = n returned above, with its warning
     if lam is not None:
         lam = check_real("lam", lam, owner=owner, low=0.0)
         if lam < g.max_weight and not quiet:

@@ -34,7 +34,7 @@ def densest_k_subgraph(graph: Any, k: int, *, method: str = "auto", lam: float =
     ----------
     graph : anything :func:`optzoo.dks.read_graph` accepts (path, networkx graph,
         scipy.sparse matrix, edge array, torch edge tensor, Graph).
-    k : subgraph size, an int in [1, n - 1] (k = n is allowed with a warning).
+    k : subgraph size, an int in [1, n] (k = n, the whole graph, warns).
     method : one of ``METHODS``. ``"auto"`` runs ``"se-fw"`` (with the options below) and
         ``"peel"``, polishes each by 1-swap local search (:func:`optzoo.dks.swap_polish`) and
         returns the denser (on a tie, a converged run first, then SE-FW); ``extra["auto"]`` records each candidate's edge
@@ -63,6 +63,7 @@ def densest_k_subgraph(graph: Any, k: int, *, method: str = "auto", lam: float =
     """
     method = check_choice("method", method, METHODS, owner=OWNER)
     seed = check_int("seed", seed, owner=OWNER, low=0)
+    time_limit = check_real("time_limit", time_limit, owner=OWNER, low=0.0, closed="neither")
     if device is not None and str(device) != "numpy":
         check_device("device", device, owner=OWNER)
     g, k = prepare(graph, k, owner=OWNER, symmetrize=symmetrize,
@@ -100,7 +101,6 @@ def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, init, trigger, seed
         return baselines.truncated_power(g, k, max_iter=max_iter)
     if method == "eigen":
         return baselines.eigenvector_topk(g, k, seed=seed)
-    time_limit = check_real("time_limit", time_limit, owner=OWNER, low=0.0, closed="neither")
     return baselines.mip_dks(g, k, time_limit=time_limit)
 
 

@@ -113,9 +113,10 @@ def rdp_epsilon(noise_multipliers, sample_rates, *, delta: float, alphas=None) -
     q = np.broadcast_to(np.asarray(sample_rates, dtype=float), z.shape)
     _check_entries(z, q, "rdp_epsilon")
     orders = _alphas(alphas)
-    return _eps_from_rdp(_rdp_vector(_compress(zip(z, q, strict=True)), orders), orders,
-                         check_real("delta", delta, owner="rdp_epsilon", low=0.0, high=1.0,
-                                    closed="neither"))
+    delta = check_real("delta", delta, owner="rdp_epsilon", low=0.0, high=1.0, closed="neither")
+    if z.size == 0:  # nothing released: no privacy spent
+        return 0.0
+    return _eps_from_rdp(_rdp_vector(_compress(zip(z, q, strict=True)), orders), orders, delta)
 
 
 def gaussian_dp_epsilon(noise_multipliers, *, delta: float) -> float:
@@ -130,6 +131,8 @@ def gaussian_dp_epsilon(noise_multipliers, *, delta: float) -> float:
     z = np.atleast_1d(np.asarray(noise_multipliers, dtype=float))
     _check_entries(z, np.ones_like(z), "gaussian_dp_epsilon")
     delta = check_real("delta", delta, owner="gaussian_dp_epsilon", low=0.0, high=1.0, closed="neither")
+    if z.size == 0:  # nothing released: no privacy spent
+        return 0.0
     _need_opacus()
     from opacus.accountants.analysis.gdp import delta_eps_mu, eps_from_mu
 

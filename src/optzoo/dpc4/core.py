@@ -337,6 +337,9 @@ def dpc4_update(
         anchors = _parts(state.anchors)[0]
         n = anchors[0].shape[-2]
         idx = indices.to(dev)
+        if idx.unique().numel() != idx.numel():
+            fail("indices", owner, "distinct record ids (a batch holds each record at most once)",
+                 idx.tolist())
         h_b = [a.index_select(-2, idx) for a in anchors]
         delta = [g - h for g, h in zip(gs, h_b, strict=True)]
         norms = _row_norms(delta)

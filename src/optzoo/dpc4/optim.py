@@ -355,6 +355,9 @@ class DPC4(_PrivateOptimizer):
                 fail("indices", "DPC4.step", f"of length {b} (the batch size)", indices.numel())
             if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= self.num_records):
                 fail("indices", "DPC4.step", f"ids in [0, {self.num_records - 1}]", indices.tolist())
+            if indices.unique().numel() != indices.numel():
+                fail("indices", "DPC4.step", "distinct record ids (a Poisson batch holds each record "
+                     "at most once)", indices.tolist())
         c1, c2 = self.clip_schedule(self.t)
         z = self._z(self.t)
         if self.memory == "anchor":
@@ -423,7 +426,12 @@ def per_sample_grads(model: nn.Module, loss_fn, inputs: Tensor, targets: Tensor)
 
     def loss_one(prm, x, y):
         out = functional_call(model, (prm, buffers), (x.unsqueeze(0),))
-        return loss_fn(out, y.unsqueeze(0))
+        loss = loss_fn(out, y.unsqueeze(0))
+        if not torch.is_tensor(loss) or loss.numel() != 1:
+            fail("loss_fn", "per_sample_grads", "a callable returning one loss value (a scalar "
+                 "tensor) for a batch of one", tuple(loss.shape) if torch.is_tensor(loss)
+                 else type(loss).__name__, exc=TypeError)
+        return loss.reshape(())
 
     if inputs.shape[0] == 0:
         grads = {n: torch.zeros(0, *params[n].shape, dtype=params[n].dtype) for n in names}

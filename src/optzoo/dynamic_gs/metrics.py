@@ -14,13 +14,29 @@ import importlib.util
 import torch
 from torch import Tensor
 
+from optzoo._core.validation import fail
+
 __all__ = ["BACKEND", "psnr", "ssim", "ssim_tensor"]
 
 BACKEND = "torchmetrics" if importlib.util.find_spec("torchmetrics") else "optzoo"
 
 
+def _pair(img, ref, owner: str, hwc: bool) -> None:
+    """Both torch tensors of one shape; with ``hwc``, ``[H, W, C]`` images of at least 6 x 6 px
+    (the 11 x 11 SSIM window is reflection-padded by 5 px)."""
+    for name, t in (("img", img), ("ref", ref)):
+        if not torch.is_tensor(t):
+            fail(name, owner, "a torch tensor", type(t).__name__, exc=TypeError)
+    if hwc and (img.dim() != 3 or min(img.shape[:2]) < 6):
+        fail("img", owner, "an [H, W, C] image with H, W >= 6 (SSIM's 11 x 11 window is padded "
+             "by 5 px)", tuple(img.shape))
+    if img.shape != ref.shape:
+        fail("ref", owner, f"an image of the shape of img {tuple(img.shape)}", tuple(ref.shape))
+
+
 def psnr(img: Tensor, ref: Tensor) -> float:
     """PSNR in dB, data range 1."""
+    _pair(img, ref, "psnr", hwc=False)
     if BACKEND == "torchmetrics":
         from torchmetrics.functional.image import peak_signal_noise_ratio
 
@@ -37,6 +53,7 @@ def _gauss(size: int = 11, sigma: float = 1.5, dtype=torch.float64) -> Tensor:
 
 def ssim_tensor(img: Tensor, ref: Tensor) -> Tensor:
     """Differentiable SSIM (our implementation) of ``[H, W, C]`` images; a 0-d tensor."""
+    _pair(img, ref, "ssim_tensor", hwc=True)
     x = img.permute(2, 0, 1)[None]
     y = ref.permute(2, 0, 1)[None]
     c = x.shape[1]
@@ -55,7 +72,8 @@ def ssim_tensor(img: Tensor, ref: Tensor) -> Tensor:
 
 
 def ssim(img: Tensor, ref: Tensor) -> float:
-    """SSIM of ``[H, W, C]`` images in [0, 1] (window 11, sigma 1.5; images >= 11 px)."""
+    """SSIM of ``[H, W, C]`` images in [0, 1] (window 11, sigma 1.5; images >= 6 px a side)."""
+    _pair(img, ref, "ssim", hwc=True)
     if BACKEND == "torchmetrics":
         from torchmetrics.functional.image import structural_similarity_index_measure
 

@@ -14,7 +14,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from optzoo._core.validation import check_choice, check_int, fail
+from optzoo._core.validation import check_choice, check_int, check_real, fail
 
 __all__ = [
     "TEMPLATES",
@@ -148,6 +148,10 @@ def parse_score(text: str, *, low: float = 1.0, high: float = 10.0, stats: Parse
     """
     if not isinstance(text, str):
         fail("text", "parse_score", "a str", text, exc=TypeError)
+    low = check_real("low", low, owner="parse_score")
+    high = check_real("high", high, owner="parse_score")
+    if high < low:
+        fail("high", "parse_score", f"a real number >= low = {low:g}", high)
     if stats is not None:
         stats.attempts += 1
     body = strip_think(text) if think else text
@@ -191,6 +195,8 @@ def parse_principles(text: str, *, owner: str = "parse_principles") -> list[Crit
     >>> [(c.name, c.weight) for c in parse_principles("A (Weight: 60%): x\\nB (Weight: 40%): y")]
     [('A', 0.6), ('B', 0.4)]
     """
+    if not isinstance(text, str):
+        fail("text", owner, "a str (the Stage-1 output)", text, exc=TypeError)
     body = strip_think(text)
     i = body.rfind(P_HEADER)
     if i >= 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optzoo._core.validation import check_int, fail
+from optzoo._core.validation import check_int, fail, returned_real
 
 __all__ = ["MarkovOracle"]
 
@@ -75,9 +75,16 @@ class MarkovOracle:
 
     def _eval(self, X: np.ndarray, Z) -> np.ndarray:
         if self.vectorized:
-            out = np.asarray(self.fun(X, Z), dtype=float).reshape(-1)
+            raw = self.fun(X, Z)
+            try:
+                out = np.asarray(raw, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                fail("fun", _OWNER, f"a vectorized callable returning {X.shape[0]} real numbers",
+                     type(raw).__name__, exc=TypeError)
         else:
-            out = np.array([float(self.fun(x, z)) for x, z in zip(X, Z, strict=False)])
+            rule = "a callable F(x, z) returning one real number"
+            out = np.array([returned_real("fun", self.fun(x, z), owner=_OWNER, rule=rule)
+                            for x, z in zip(X, Z, strict=False)])
         if out.shape[0] != X.shape[0]:
             fail("fun", _OWNER, f"returning {X.shape[0]} values for {X.shape[0]} points", out.shape)
         if not np.isfinite(out).all():

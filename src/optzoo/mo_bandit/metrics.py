@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from optzoo._core.validation import check_array, fail
+
 __all__ = ["nondominated_mask", "hypervolume", "hv_ratio", "hv_trace"]
 
 
@@ -37,7 +39,12 @@ def _stream_front(F: np.ndarray, checkpoints=()):
 
 def nondominated_mask(F: np.ndarray) -> np.ndarray:
     """Boolean mask of the non-dominated rows of ``F`` (minimisation); duplicates keep the first."""
-    F = np.asarray(F, dtype=float)
+    F = check_array("F", F, owner="nondominated_mask", finite=False, nonempty=False)
+    if F.size == 0:
+        return np.zeros(F.shape[0] if F.ndim else 0, dtype=bool)
+    if F.ndim != 2:
+        fail("F", "nondominated_mask", "a 2-D array (one row of objectives per point)",
+             f"shape {F.shape}")
     out = np.zeros(F.shape[0], dtype=bool)
     if F.shape[0]:
         out[_stream_front(F)[0]] = True
@@ -48,10 +55,16 @@ def hypervolume(F: np.ndarray, ref_point: np.ndarray) -> float:
     """Hypervolume dominated by ``F`` up to ``ref_point`` (both in minimisation form)."""
     from pymoo.indicators.hv import HV
 
-    F = np.asarray(F, dtype=float)
-    ref = np.asarray(ref_point, dtype=float)
+    ref = check_array("ref_point", ref_point, owner="hypervolume", ndim=1)
+    F = check_array("F", F, owner="hypervolume", finite=False, nonempty=False)
     if F.size == 0:
         return 0.0
+    if F.ndim != 2 or F.shape[1] != ref.size:
+        fail("F", "hypervolume", f"a 2-D array of shape (n, {ref.size}) (one row per point)",
+             f"shape {F.shape}")
+    if np.isnan(F).any():
+        fail("F", "hypervolume", "free of NaN (a NaN objective has no place in the front)",
+             F[np.isnan(F).any(1)][0].tolist())
     F = F[(F < ref).all(1)]
     if F.shape[0] == 0:
         return 0.0
@@ -61,7 +74,11 @@ def hypervolume(F: np.ndarray, ref_point: np.ndarray) -> float:
 def hv_ratio(F: np.ndarray, ref_point: np.ndarray, ideal_point: np.ndarray) -> float:
     """``HV(F; r) / prod|r - z|``: 1 for the ideal point, 0 when ``r`` dominates everything."""
     ref = np.asarray(ref_point, dtype=float)
-    box = float(np.prod(np.abs(ref - np.asarray(ideal_point, dtype=float))))
+    ideal = np.asarray(ideal_point, dtype=float)
+    box = float(np.prod(np.abs(ref - ideal)))
+    if not box > 0:
+        fail("ideal_point", "hv_ratio", "a point that differs from ref_point in every objective "
+             "(a box of positive volume)", ideal.tolist())
     return hypervolume(F, ref) / box
 
 

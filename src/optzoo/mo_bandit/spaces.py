@@ -289,8 +289,12 @@ class Oracle:
         if len(self.F) >= self.budget:
             raise BudgetExhausted(f"evaluation budget of {self.budget} used")
         raw = self.problem.evaluate(x.copy())
-        f = np.asarray(raw, dtype=float).reshape(-1) if np.ndim(raw) <= 1 else None
         m = self.problem.n_objectives
+        try:
+            f = np.asarray(raw, dtype=float).reshape(-1) if np.ndim(raw) <= 1 else None
+        except (TypeError, ValueError):
+            raise TypeError(f"The 'problem' argument of {self.owner} must return an objective "
+                            f"vector of {m} real numbers. Got {raw!r:.80} at x={x.tolist()}.") from None
         if f is None or f.shape != (m,):
             raise ValueError(f"The 'problem' argument of {self.owner} must return an objective "
                              f"vector of shape ({m},). Got shape {np.shape(raw)} at x={x.tolist()}.")

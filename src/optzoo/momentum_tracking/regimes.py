@@ -71,6 +71,8 @@ def regime_boundary(kappas: Any, drift_ratios: Any, *, momenta: Any = (0.5, 0.8,
         fail("drift_ratios", owner, "positive and finite", drift_ratios)
     s2 = check_real("noise_var", noise_var, owner=owner, low=0.0)
     betas = np.atleast_1d(_momentum(momenta, owner))
+    if betas.size == 0:
+        fail("momenta", owner, "a non-empty list of momenta in [0, 1)", momenta)
     ratio = np.empty((ks.size, rs.size))
     best_b = np.empty_like(ratio)
     for i, k in enumerate(ks):
@@ -130,6 +132,8 @@ def recommend(curvatures: Any, *, noise_var: float, drift_var: float, drift: str
     s2 = check_real("noise_var", noise_var, owner=owner, low=0.0)
     q = check_real("drift_var", drift_var, owner=owner, low=0.0)
     betas = np.atleast_1d(_momentum(momenta, owner))
+    if betas.size == 0:
+        fail("momenta", owner, "a non-empty list of momenta in [0, 1)", momenta)
     lr0, m0 = tuned_mse(mu, 0.0, noise_var=s2, drift_var=q, drift=drift)
     # Regime (INFERRED rule): the mean steady Kalman gain K_i = P_i/(P_i + r_i) of the local
     # level model with per-step drift variance q (v^2 or Delta^2 for the other drift models)

@@ -37,7 +37,14 @@ import torch
 
 from optzoo._core.result import diverged_mask, warn_not_converged
 from optzoo._core.rng import torch_generator
-from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
+from optzoo._core.validation import (
+    check_choice,
+    check_device,
+    check_int,
+    check_real,
+    check_type,
+    fail,
+)
 
 from . import theory
 
@@ -216,7 +223,7 @@ def simulate(env: DriftingQuadratic, *, lr: Any, momentum: Any = 0.9, form: Any 
     burn = _default_burn_in(env, lrs, bs, forms, steps) if burn_in is None else \
         check_int("burn_in", burn_in, owner=owner, low=0, high=steps)
     rec = max(1, steps // 1000) if record_every is None else check_int("record_every", record_every, owner=owner, low=1)
-    dev = torch.device(device or "cpu")
+    dev = check_device("device", device, owner=owner)
     f64 = dict(dtype=torch.float64, device=dev)
     col = lambda x: torch.as_tensor(np.asarray(x, dtype=float), **f64).view(1, G, 1)  # noqa: E731
     b = col(bs)

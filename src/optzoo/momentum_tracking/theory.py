@@ -62,7 +62,7 @@ DRIFTS = ("random_walk", "constant", "adversarial")
 
 # --------------------------------------------------------------------------- validation
 def _curvatures(curvatures: Any, owner: str) -> np.ndarray:
-    mu = np.atleast_1d(np.asarray(curvatures, dtype=float))
+    mu = np.atleast_1d(_floats("curvatures", curvatures, owner, "a positive number or a non-empty 1-D array"))
     if mu.ndim != 1 or mu.size == 0:
         fail("curvatures", owner, "a positive number or a non-empty 1-D array", curvatures)
     if not np.isfinite(mu).all() or (mu <= 0).any():
@@ -71,8 +71,18 @@ def _curvatures(curvatures: Any, owner: str) -> np.ndarray:
     return mu
 
 
+def _floats(name: str, value: Any, owner: str, rule: str) -> np.ndarray:
+    """``value`` as a float array; a str, None or ragged input gets the template TypeError."""
+    try:
+        if isinstance(value, (str, bytes)) or value is None:
+            raise TypeError
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        fail(name, owner, rule, value, exc=TypeError)
+
+
 def _grid(name: str, value: Any, owner: str, low: float, high: float | None, closed: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    arr = _floats(name, value, owner, "a real number or an array of real numbers")
     flat = arr.ravel()
     for v in flat:
         check_real(name, float(v), owner=owner, low=low, high=high, closed=closed)

@@ -181,6 +181,9 @@ def preference_loss(z_w, z_l, z_w_ref=None, z_l_ref=None, *, loss_type: str = "d
         fail("z_w", owner, "a non-empty batch (at least one preference pair)",
              f"shape {tuple(z_w.shape)}")
     _hyper(owner, beta, tau, gamma, lam)
+    if calibrator is not None and not callable(getattr(calibrator, "calibrate", None)):
+        fail("calibrator", owner, "a RewardCalibrator (an object with a calibrate method) or None",
+             calibrator, exc=TypeError)
     kw = dict(loss_type=loss_type, beta=beta, tau=tau, gamma=gamma, lam=lam, len_w=len_w,
               len_l=len_l)
     d_w, d_l = incentives(z_w, z_l, z_w_ref, z_l_ref, **kw)

@@ -110,8 +110,10 @@ def _alpha_like(alpha, s: torch.Tensor, dim: int, owner: str) -> torch.Tensor:
         torch.tensor(float(alpha), dtype=s.dtype, device=s.device)
     reduced = s.shape[:dim] + s.shape[dim + 1:]
     try:
-        torch.broadcast_shapes(a.shape, reduced)
+        ok = torch.broadcast_shapes(a.shape, reduced) == reduced  # alpha must not widen the output
     except RuntimeError:
+        ok = False
+    if not ok:
         fail("alpha", owner, f"a scalar or broadcastable to {tuple(reduced)}", tuple(a.shape))
     if not bool(torch.isfinite(a).all()):
         fail("alpha", owner, "finite (no NaN or inf)", "NaN or inf")

@@ -54,6 +54,10 @@ class SafeLogSumExp(nn.Module):
         self.tau = check_real("tau", tau, owner=owner, low=0.0, closed="neither")
         alpha_init = check_real("alpha_init", alpha_init, owner=owner)
         self.normalized = bool(normalized)
+        if not isinstance(groups, (tuple, list)) or not all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups):
+            fail("groups", owner, "a tuple of positive ints (the shape of alpha; () for a scalar)",
+                 groups)
         self.alpha = nn.Parameter(torch.full(tuple(groups), alpha_init))
         self.saturation = float("nan")
 

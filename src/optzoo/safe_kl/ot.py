@@ -117,7 +117,16 @@ def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, ep
     lr = eps * m if lr is None else check_real("lr", lr, owner=owner, low=0.0, closed="neither")
     gen = torch_generator(seed, "semidiscrete_eot")
     if callable(source):
-        sample = lambda n: torch.as_tensor(source(n, gen), dtype=torch.float64)  # noqa: E731
+        def sample(n, d=y.shape[1]):
+            rule = f"a sampler source(n, generator) returning an (n, {d}) array of real numbers"
+            raw = source(n, gen)
+            try:
+                xs = torch.as_tensor(raw, dtype=torch.float64)
+            except (TypeError, ValueError, RuntimeError):
+                fail("source", owner, rule, type(raw).__name__, exc=TypeError)
+            if xs.shape != (n, d):
+                fail("source", owner, rule, f"shape {tuple(xs.shape)}")
+            return xs
     else:
         xs = torch.as_tensor(np.asarray(source, dtype=float))
         if xs.dim() != 2 or xs.shape[1] != y.shape[1] or xs.shape[0] == 0 \

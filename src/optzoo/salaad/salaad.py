@@ -338,6 +338,9 @@ class SALAAD:
             c = self.export(self.rest_params + round(f * self.target_params), gamma=gamma, energy=energy)
             v = returned_real("evaluate", evaluate(c.model), owner="SALAAD.budget_curve",
                               rule="a callable returning a real number per model")
+            if math.isnan(v):
+                fail("evaluate", "SALAAD.budget_curve", "a callable returning a real number per "
+                     f"model, not NaN (fraction {f:g})", v)
             out.append({"fraction": f, "budget": c.budget, "params": c.params, "bytes": c.nbytes,
                         "index_bytes": c.index_bytes, "value": v})
         return out

@@ -36,6 +36,9 @@ def _prepare(features, targets, lam, bias, owner):
     check_bool("bias", bias, owner=owner)
     if features.ndim < 2:
         fail("features", owner, "a tensor of shape (..., N, m)", tuple(features.shape))
+    if features.shape[-2] == 0:
+        fail("features", owner, "a tensor of shape (..., N, m) with N >= 1 sample (no sample, "
+             "no best response)", tuple(features.shape))
     Y = targets.unsqueeze(-1) if targets.ndim == features.ndim - 1 else targets
     if Y.shape[:-1] != features.shape[:-1]:
         fail("targets", owner, f"a tensor of shape (..., N={features.shape[-2]}, K) or (..., N) "
