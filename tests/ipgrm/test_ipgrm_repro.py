@@ -104,7 +104,8 @@ def test_hacking_control_removes_only_the_injected_drift(per_seed):
 
 def test_rerun_is_identical_except_times(per_seed):
     again = repro.run(repro.SCALES["smoke"], 0, NullProgress())
-    timed = ("cpu_ms", "wall_ms", "cpu_ms_plain", "wall_ms_plain", "cost_model_error", "cost_model_error_plain")
+    timed = ("cpu_ms", "wall_ms", "cpu_ms_plain", "wall_ms_plain", "cost_model_error", "cost_model_error_plain",
+             "cpu_s_e123", "cpu_s_real")
     keep = [r for r in per_seed[0] if r.metric not in timed]
     assert keep == [r for r in as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in again])))
                     if r.metric not in timed]

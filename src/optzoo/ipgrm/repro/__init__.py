@@ -7,8 +7,8 @@ What can test the paper here, and what cannot (issue 40; review 2026-12 "ipgrm")
   drift, the paper's Fig. 2 question, against a control in which the rubric was written, in the
   same coupled prompt by the same judge, after reading the pair's *other* response (the
   credited mechanism, a rubric conditioned on the response it scores, removed). A 135M judge
-  cannot tell at quick's 3 pairs a seed (its own informativeness finding moved between seed
-  sets), so the claim is measured only at ``full``; quick reports the same measurement as the
+  cannot tell at quick's 3 pairs a seed (its own informativeness finding was unstable across
+  seed sets), so the claim is measured only at ``full``; quick reports the same measurement as the
   finding ``drift_135m`` and its summary says "headline untested at this scale".
 * **Suppression of hacking in GRPO** needs RL against a real judge: out of reach on 2 cores.
   Our simulated world has the drift *injected* into the coupled judge, so the gap it shows is
@@ -25,6 +25,7 @@ What can test the paper here, and what cannot (issue 40; review 2026-12 "ipgrm")
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ CLAIMS = [
     # --- findings: what quick can measure, ours or not evidence for the paper ----------------
     Claim("drift_135m",
           "Quick's reading of drift_real (3 pairs a seed): the 135M judge's principle drift. A "
-          "judge this small cannot tell (review 2026-12: its informativeness moved between seed "
+          "judge this small cannot tell (issue 40: its informativeness was unstable across seed "
           "sets), so this is a finding, not a test of the paper.",
           _DRIFT_METRIC, direction="greater", threshold=0.0, kind="finding",
           source="paper Fig. 2 protocol at quick (judge too small to carry it)",
@@ -126,8 +127,8 @@ CLAIMS = [
     Claim("real_judge_informative",
           "SmolLM2-135M-Instruct as judge scores the response that follows the instructions (R+) "
           "above the one that does not (R-) under the question-only rubric (is the judge of "
-          "drift_real informative at all? At quick it was reproduced at seeds 0.. and not at "
-          "1000.. in the last rooms' runs: a weak judge).",
+          "drift_real informative at all? Issue 40: at quick its verdict was unstable across seed "
+          "sets, a weak judge).",
           "per seed, mean over pairs of s(R+ | P0) - s(R- | P0) on the 1-9 expected-score scale",
           direction="greater", threshold=0.0, kind="finding", source="ours (judge sanity)",
           evidence=Value("discrimination", "p0"), scales=("quick", "full")),
@@ -340,10 +341,14 @@ def run(config: Config, seed: int, progress) -> list[Record]:
     n_arms = len(config.kappas) * len(config.arms) - ("proxy" in config.arms) * (len(config.kappas) - 1)
     n_units = len(config.groups) * 3 * (config.reps + 1) + n_arms * config.steps + bool(config.real_pairs)
     progress.start(n_units, "ipgrm")
+    t0 = time.process_time()
     out = _e1(config, seed) + _e2(config, seed, progress) + _e3(config, seed, progress)
+    t1 = time.process_time()
     if config.real_pairs:
         out += _real(config, seed)
         progress.advance()
+    t2 = time.process_time()  # the unit's CPU seconds, by phase (not judged; the docs' cost table)
+    out += [Record("", "unit", "cpu", "cpu_s_e123", t1 - t0), Record("", "unit", "cpu", "cpu_s_real", t2 - t1)]
     return out
 
 

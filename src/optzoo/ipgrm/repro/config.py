@@ -32,7 +32,7 @@ SCALES = {
     "smoke": Config(),
     "quick": Config(groups=(2, 4, 8, 16), lengths=(16, 48, 24, 32), n_embd=256, n_layer=4, n_head=4,
                     reps=3, steps=30, arms=("proxy", "coupled", "ip_nocache", "ip_cache"),
-                    kappas=(2.0, 0.0), probe_groups=64, real_pairs=3, seeds=12),
+                    kappas=(2.0, 0.0), probe_groups=64, real_pairs=3, seeds=5),
     "full": Config(groups=(2, 4, 8, 16), n_prompts=4, lengths=(64, 192, 96, 128), n_embd=256, n_layer=4,
                    n_head=4, reps=3, steps=100, arms=("proxy", "coupled", "ip_nocache", "ip_cache"),
                    kappas=(2.0, 1.0, 0.0), n_pairs=200, probe_groups=256, real_pairs=12, seeds=16),
