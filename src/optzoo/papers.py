@@ -58,7 +58,7 @@ PAPERS: tuple[Paper, ...] = (
                "gold_quality", "grpo_advantages", "make_question", "measure_drift",
                "parse_principles", "parse_score", "render_coupled", "render_judge",
                "render_principles", "strip_think", "truncate_middle"),
-          headline_claims=("drift_real", "cache_faster"),
+          headline_claims=("drift_real",),
           implemented=True),
     Paper(3, "dks", "On densest k-subgraph mining and diagonal loading: optimization landscape and finite-step exact convergence",
           "ICML 2026", "2410.07388", "luqh357/DkS-Diagonal-Loading (AAAI predecessor)", "reconstructed",

@@ -80,3 +80,24 @@ def test_measure_drift_returns_raw_scores():
     j.generate = lambda prompts, *, max_new_tokens: ["a"] * len(prompts)  # rubric "a" everywhere
     d = measure_drift(j, [("a q", "b", "a b")])
     assert d["scores"]["plus_p0"] == [pytest.approx(3.0)] and d["plus_values"] == [pytest.approx(0.0)]
+
+
+def test_real_drift_control_differs_only_in_whose_response_the_rubric_read():
+    """The control scores R+ under P-(Q, R-) and R- under P+(Q, R+): the same judge, prompt,
+    P0, template and readout as the own-rubric scores; only the rubric's source response."""
+    words = sorted({w for ws in TOPICS.values() for w in ws})
+    tok = word_tokenizer(VOCAB + words)
+    model = tiny_gpt2(len(VOCAB) + len(words), n_layer=1, n_embd=16, n_head=2, n_positions=1024, seed=1)
+    o = real_drift(2, 5, max_tokens_principles=4, model=(model, tok))
+    j = HFJudge(model.eval(), tok, chat=True, readout="expected", batch_size=16, max_tokens_principles=4)
+    pairs = make_pairs(2, 5)
+    coupled = j.joint([(q, rp) for q, rp, _ in pairs] + [(q, rm) for q, _, rm in pairs])
+    pp, pm = [c[0] for c in coupled[:2]], [c[0] for c in coupled[2:]]
+    sc = o["scores"]
+    again = [s for s, _ in j.judge([(q, rp, p) for (q, rp, _), p in zip(pairs, pm, strict=True)]
+                                   + [(q, rm, p) for (q, _, rm), p in zip(pairs, pp, strict=True)]
+                                   + [(q, rp, p) for (q, rp, _), p in zip(pairs, pp, strict=True)])]
+    assert again[:2] == pytest.approx(sc["plus_other"]) and again[2:4] == pytest.approx(sc["minus_other"])
+    assert again[4:] == pytest.approx(sc["plus_coupled"])
+    assert o["plus_other_values"] == pytest.approx([b / a - 1 for a, b in zip(sc["plus_p0"], sc["plus_other"],
+                                                                              strict=True)])

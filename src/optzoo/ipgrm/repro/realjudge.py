@@ -60,12 +60,20 @@ def make_pairs(n: int, seed: int) -> list[tuple[str, str, str]]:
 
 
 def real_drift(n_pairs: int, seed: int, *, max_tokens_principles: int = 48, model=None) -> dict:
-    """``measure_drift`` with the SmolLM2 judge on ``make_pairs(n_pairs, seed)``, plus the
-    judge's discrimination s(R+ | P0) - s(R- | P0) and its CPU seconds."""
+    """The paper's Fig. 2 protocol (as :func:`~optzoo.ipgrm.reward.measure_drift`) with the
+    SmolLM2 judge on ``make_pairs(n_pairs, seed)``, plus its control and the judge's
+    discrimination s(R+ | P0) - s(R- | P0), and its CPU seconds.
+
+    Scores (Stage 2, expected readout) of R+ and R- under P0(Q), under the rubric the coupled
+    judge wrote after reading that response (``*_coupled``: P+ for R+, P- for R-) and under the
+    rubric it wrote after reading the pair's *other* response (``*_other``: P- for R+, P+ for
+    R-). The last is the control: a rubric written in the same coupled prompt, by the same
+    judge, that did not read the response it scores, so any rise it shares with ``*_coupled``
+    is not drift toward the response.
+    """
     import time
 
     from optzoo.ipgrm import HFJudge
-    from optzoo.ipgrm.reward import measure_drift
 
     if model is None:
         from optzoo.tinylm import load_smollm2
@@ -76,9 +84,25 @@ def real_drift(n_pairs: int, seed: int, *, max_tokens_principles: int = 48, mode
     judge = HFJudge(lm.eval(), tok, chat=True, readout="expected", batch_size=16,
                     max_tokens_principles=max_tokens_principles)
     pairs = make_pairs(n_pairs, seed)
-    d = measure_drift(judge, pairs)  # HFJudge runs its forwards under no_grad
-    sc = d["scores"]
-    return {"n_pairs": len(pairs), "plus": float(np.mean(d["plus_values"])),
-            "minus": float(np.mean(d["minus_values"])),
+    n = len(pairs)
+    p0 = judge.principles([q for q, _, _ in pairs])  # HFJudge runs its forwards under no_grad
+    coupled = judge.joint([(q, rp) for q, rp, _ in pairs] + [(q, rm) for q, _, rm in pairs])
+    p_plus, p_minus = [c[0] for c in coupled[:n]], [c[0] for c in coupled[n:]]
+    items = []
+    for rubrics, k in ((p0, 1), (p_plus, 1), (p_minus, 1), (p0, 2), (p_minus, 2), (p_plus, 2)):
+        items += [(pr[0], pr[k], p) for pr, p in zip(pairs, rubrics, strict=True)]
+    s = [float(x[0]) for x in judge.judge(items)]
+    names = ("plus_p0", "plus_coupled", "plus_other", "minus_p0", "minus_coupled", "minus_other")
+    sc = {name: s[i * n:(i + 1) * n] for i, name in enumerate(names)}
+
+    def rel(a, b):
+        return [y / x - 1.0 for x, y in zip(sc[a], sc[b], strict=True)]
+
+    return {"n_pairs": n, "plus_values": rel("plus_p0", "plus_coupled"),
+            "minus_values": rel("minus_p0", "minus_coupled"),
+            "plus_other_values": rel("plus_p0", "plus_other"),
+            "minus_other_values": rel("minus_p0", "minus_other"),
+            "plus": float(np.mean(rel("plus_p0", "plus_coupled"))),
+            "minus": float(np.mean(rel("minus_p0", "minus_coupled"))),
             "discrimination": float(np.mean(np.array(sc["plus_p0"]) - np.array(sc["minus_p0"]))),
             "scores": sc, "cpu_s": time.process_time() - t0}
