@@ -173,6 +173,23 @@ def test_report_shows_the_control_beside_each_claim(tmp_path):
     assert "power at its own estimate" in claims
 
 
+def test_report_shows_a_findings_control_in_the_papers_section(tmp_path):
+    """A finding may carry a control (ipgrm's hacking: the injected drift removed); its verdict
+    shows in the paper's section like a claim's (the cross-paper table keeps claims only)."""
+    import dataclasses
+
+    finding = dataclasses.replace(room.CLAIMS[0], id="drift_finding", kind="finding")
+    vs = judge_claims([*room.CLAIMS, finding], _room(), scale="smoke")
+    run = PaperRun("selftest", "smoke", list(range(6)), [], vs, headline=("drift_raises_mean",))
+    md = write_markdown([run], tmp_path / "r.md", {"scale": "smoke", "environment": {}}).read_text()
+    section = md.split("## selftest")[1].split("### Our findings")[1]
+    assert "| id | statement | verdict | measured | control | rule |" in section
+    row = next(line for line in section.splitlines() if line.startswith("| drift_finding"))
+    assert "removes the drift (drifted -> plain)" in row
+    checks = md.split("### Checks (not counted)")[-1]
+    assert "| control |" not in checks                     # no control there: no column
+
+
 def test_reproduce_runs_a_room_on_records_end_to_end(tmp_path):
     import json
 

@@ -166,7 +166,7 @@ def paper_summary(run: PaperRun) -> str:
 def _control(v: Verdict, removes: bool = True) -> str:
     """The control's verdict beside the claim's: how it came out and (``removes``) what it
     removes (the paper's section says that; the cross-paper table stays short)."""
-    if v.kind != "claim" or not v.measured:
+    if not v.measured or (v.kind != "claim" and v.control is None):
         return ""
     if v.control is None:
         return "no control"
@@ -302,7 +302,7 @@ def _paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
         vs = run.of_kind(kind)
         if not vs:
             continue
-        ctl = kind == "claim"
+        ctl = kind == "claim" or any(v.control is not None for v in vs)   # findings may have one
         lines += ["", f"{heading}# {title}", "",
                   "| id | statement | verdict | measured | " + ("control | " if ctl else "") + "rule |",
                   "| --- | --- | --- | --- | " + ("--- | " if ctl else "") + "--- |"]
@@ -458,7 +458,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
             vs = run.of_kind(kind)
             if not vs:
                 continue
-            ctl = kind == "claim"
+            ctl = kind == "claim" or any(v.control is not None for v in vs)
             parts.append(f"<h3>{e(title)}</h3><table><tr><th>id</th><th>statement</th><th>verdict</th>"
                          "<th>measured</th>" + ("<th>control</th>" if ctl else "") + "<th>rule</th></tr>")
             for v in vs:
