@@ -465,7 +465,8 @@ def figures(per_seed, outdir: Path) -> list[Path]:
         axes[0][0].set_xlabel("power (mW)")
         axes[0][0].set_ylabel("gain (dB)")
         axes[0][0].set_title(f"{r}: samples on held-out spec 0 (first seed)")
-        axes[0][0].legend(fontsize=7)
+        if axes[0][0].get_legend_handles_labels()[0]:
+            axes[0][0].legend(fontsize=7)
         x, qf = _trace(per_seed[:1], r, "copro", "q_feasible")
         if x is not None:
             axes[0][1].plot(x, qf, label="q*(feasible)")
