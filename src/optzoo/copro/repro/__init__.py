@@ -346,6 +346,12 @@ def _run_task_b(cfg, seed, progress, n_tune) -> list[Record]:
 
 
 def run(config: Config, seed: int, progress) -> list[Record]:
+    import torch
+
+    # One intra-op thread: every tensor here is tiny, and the harness's default of
+    # cpu_count // jobs threads made each unit about 5x slower on a loaded 2-core machine
+    # (OpenMP workers spinning); the results do not depend on it.
+    torch.set_num_threads(1)
     cfg = config
     pre = cfg.tuned is not None
     n_tune = 0 if (pre or len(cfg.lr_grid) == 1 or cfg.tune_iters == 0) else len(cfg.lr_grid)
