@@ -47,7 +47,7 @@ PAPERS: tuple[Paper, ...] = (
           api=("STATUSES", "CoProConfig", "CoProEStep", "CoProLoss", "CoProTrainer", "OpAmpSpec",
                "ParetoArchive", "comparison_statistics", "copro_e_step", "copro_loss", "dual_objective", "k3_kl",
                "opamp_evaluate", "tabular_m_step"),
-          headline_claims=("c1_stressed", "c1_tool_use"),
+          headline_claims=("c1_stressed", "c2_drift", "c1_tool_use"),
           implemented=True),
     Paper(2, "ipgrm", "IP-GRM: independent-principle generative reward model (Unbiased Principles, Robust Rewards)",
           "ICML 2026", "2602.10019", "ShadeCloak/IP-GRM", "official-code", "",

@@ -31,7 +31,8 @@ from optzoo.copro.baselines import (
 )
 from optzoo.copro.opamp import decode_levels, opamp_evaluate
 
-__all__ = ["ARMS", "BASELINES", "HV_IDEAL", "HV_REF", "REGIMES", "feasible_hv", "igd_plus",
+__all__ = ["ARMS", "BASELINES", "HV_IDEAL", "HV_REF", "REGIMES", "feasible_hv", "group_standardise",
+           "igd_plus",
            "nsga2_search", "random_search",
            "sample_specs", "train_arm"]
 
@@ -39,8 +40,10 @@ N_LEVELS = 16
 #: minimisation form (-gain dB, -log10 GBW Hz, power mW): reference and ideal points (a priori)
 HV_REF = np.array([-40.0, -6.0, 2.0])
 HV_IDEAL = np.array([-120.0, -9.5, 0.0])
-ARMS = ("copro", "grpo", "grpo_lagrangian", "gdpo", "pareto_rank")
-BASELINES = ARMS[1:]
+#: ``copro_uniform`` is CoPro's control: the same M-step, trust region, policy and streams with
+#: the E-step's weights replaced by the uniform base p = 1/G (the credited mechanism removed)
+ARMS = ("copro", "copro_uniform", "grpo", "grpo_lagrangian", "gdpo", "pareto_rank")
+BASELINES = ("grpo", "grpo_lagrangian", "gdpo", "pareto_rank")
 #: regime -> (spec family, view drift, near-tie quantisation)
 REGIMES = {
     "benign": ("loose", False, False),
@@ -58,10 +61,21 @@ _FAMILIES = {
               (math.log(1e-12), math.log(3e-12)), (0.9, 1.0)),
 }
 _AREA_MAX = 3000.0
-# Weights of the scalarised baselines in the canonical view (gain/20 dB, log10 GBW, power mW):
-# the natural "one unit each" choice a practitioner would write; the violation penalty rho.
-_W = (1.0 / 20.0, 1.0, 1.0)
+# The scalarised baselines (GRPO, GRPO-Lagrangian) standardise each objective within its group
+# before the weighted sum (issue 40: the per-objective normalisation practitioners use, as GDPO
+# does), then weight the standardised objectives equally; the violation enters raw (in the
+# constraints' own units, which drift does not touch) with penalty rho (GRPO) or the
+# multipliers (GRPO-Lagrangian). Before issue 40 the sum was of raw objectives with fixed
+# canonical weights (1/20 dB, 1 per decade, 1 per mW), which after the drift switch gave power
+# 93 % of GRPO's within-group reward spread and the constraints 0 % (review of 2026-12).
+_W = (1.0, 1.0, 1.0)
 _PENALTY = 1.0
+
+
+def group_standardise(F, eps=1e-4):
+    """Each objective z-scored within its group ([B, G, m] -> [B, G, m]; eps as GDPO's)."""
+    F = torch.as_tensor(F, dtype=torch.float64)
+    return (F - F.mean(1, keepdim=True)) / (F.std(1, keepdim=True) + eps)
 
 
 def sample_specs(family: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -135,15 +149,18 @@ def _evaluate_policy(policy, specs, ctx, k, gen):
 
 
 def arm_weights(arm, Fv, g, senses, lag, *, weights=_W, penalty=_PENALTY):
-    """Per-sample weights [B, G] of the loss sum_i w_i log pi_i for one arm (q* for CoPro,
-    A / G for the baselines; ``weights`` and ``penalty`` are the scalarised baselines')."""
+    """Per-sample weights [B, G] of the loss sum_i w_i log pi_i for one arm (q* for CoPro, the
+    uniform 1/G for its control ``copro_uniform``, A / G for the baselines; ``weights`` and
+    ``penalty`` are the scalarised baselines', applied to group-standardised objectives)."""
     G = Fv.shape[1]
     if arm == "copro":
         return copro_e_step(Fv, g, senses=senses, warn=False).q.float()
+    if arm == "copro_uniform":
+        return torch.full(tuple(Fv.shape[:2]), 1.0 / G, dtype=torch.float32)
     if arm == "grpo":
-        A = grpo_weighted_sum(Fv, g, senses=senses, weights=weights, penalty=penalty)
+        A = grpo_weighted_sum(group_standardise(Fv), g, senses=senses, weights=weights, penalty=penalty)
     elif arm == "grpo_lagrangian":
-        A = lag(Fv, g, senses=senses)
+        A = lag(group_standardise(Fv), g, senses=senses)
     elif arm == "gdpo":
         A = gdpo_advantages(Fv, g, senses=senses)
     elif arm == "pareto_rank":

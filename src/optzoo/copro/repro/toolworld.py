@@ -57,7 +57,7 @@ are never emitted). :func:`sample_plans` is a batched ancestral sampler with a K
 log-probabilities equal the teacher-forced ones (:func:`teacher_forced_logprobs`, tested). Per
 iteration ``n_queries`` queries, ``G`` plans each; weights as in Task A (``q*`` for CoPro,
 ``A / G`` for the baselines of :mod:`optzoo.copro.baselines`; the scalarised baselines use the
-weights (1, 0.1, 0.1) on (success, cost, latency) and violation penalty 1); then ``epochs`` Adam
+equal weights on the group-standardised (success, cost, latency) and violation penalty 1); then ``epochs`` Adam
 steps on :math:`-\\frac1B\\sum_x\\sum_i w_i\\,\\overline{\\log\\pi}(y_i|x)+c\\,\\mathrm{KL}` with the
 token-averaged log-likelihood and the exact KL(pi_old || pi) over the 9 actions at every sampled
 prefix (token-averaged per plan, then averaged), c = 1.
@@ -399,9 +399,10 @@ def _seq_mean(x, mask):
 # ---------------------------------------------------------------------------------------------
 # weights of the arms (as Task A's ``_weights``, with Task B's scalarisation)
 
-#: scalarised baselines' weights on (success, cost, latency) (signed by SENSES): the practitioner's
-#: "success minus a tenth per cost / latency unit"; and the fixed violation penalty rho
-_W = (1.0, 0.1, 0.1)
+#: scalarised baselines' weights on the group-standardised (success, cost, latency) (signed by
+#: SENSES): equal, as Task A's and GDPO's (issue 40; before it, raw objectives weighted
+#: (1, 0.1, 0.1)); and the fixed violation penalty rho
+_W = (1.0, 1.0, 1.0)
 _PENALTY = 1.0
 
 
