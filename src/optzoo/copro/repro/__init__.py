@@ -209,6 +209,11 @@ CLAIMS = [
 ]
 
 #: The claims that test the abstract's headline (papers.py names them).
+#: One intra-op thread (the runner reads this): every tensor here is tiny, and cpu_count // jobs
+#: threads made each unit about 5x slower on a loaded 2-core machine (OpenMP workers spinning).
+#: The verdict units were run with the same single thread, set inside run() until this moved here.
+MAX_THREADS = 1
+
 HEADLINE = ("c1_stressed", "c2_drift", "c1_tool_use")
 
 
@@ -346,12 +351,6 @@ def _run_task_b(cfg, seed, progress, n_tune) -> list[Record]:
 
 
 def run(config: Config, seed: int, progress) -> list[Record]:
-    import torch
-
-    # One intra-op thread: every tensor here is tiny, and the harness's default of
-    # cpu_count // jobs threads made each unit about 5x slower on a loaded 2-core machine
-    # (OpenMP workers spinning); the results do not depend on it.
-    torch.set_num_threads(1)
     cfg = config
     pre = cfg.tuned is not None
     n_tune = 0 if (pre or len(cfg.lr_grid) == 1 or cfg.tune_iters == 0) else len(cfg.lr_grid)
