@@ -86,7 +86,7 @@ CLAIMS = [
           "CT-KV achieves accuracy competitive with test-time training (LoRA TTT): not worse by more than "
           "3 points (its lower cost is the check fewer_tokens).",
           f"{_ACC}, CT-KV minus LoRA TTT, paired per task",
-          direction="noninferior", threshold=0.0, margin=0.03,
+          direction="noninferior", threshold=0.0, margin=0.03, scales=_EXPENSIVE,
           source="abstract: Context Tuning 'achieves competitive accuracy to Test-Time Training with "
                  "significantly higher training efficiency' (3-point margin: spec §3 judge)",
           evidence=Paired("acc", "ctkv", "ttt"), control=RANDINIT),
@@ -164,26 +164,26 @@ class Config:
 
 
 _EVERY = ALL_METHODS
-_QUICK_METHODS = ("zeroshot", "icl", "ctkv", "ctkv_randinit", "peft_prefix", "ttt", "ctkv_noloo")
+_QUICK_METHODS = ("zeroshot", "icl", "ctkv", "ctkv_randinit", "peft_prefix", "ctkv_noloo")
 # Learning rates, per method, from ``optzoo.context_tuning.repro.tuning`` (records in
-# docs/tuning/context_tuning_quick.json): the grid {1e-3, 3e-3, 1e-2, 3e-2, 1e-1} for every
+# docs/tuning/context_tuning_quick.json): the grid {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1} for every
 # trained method, one ``tune``-split task of each pilot seed 90000 and 90001 at the scale's k,
 # steps and family; best mean tuning accuracy then label margin; never a judged task or a
 # verdict seed. ttt_ctkv is not tuned on its own: TTT at TTT's rate, then CT-KV at CT-KV's.
-_QUICK_LRS = (("ctkv", 3e-2), ("ctkv_randinit", 3e-2), ("peft_prefix", 3e-2), ("ttt", 3e-3),
-              ("ctkv_noloo", 3e-2))
+_QUICK_LRS = (("ctkv", 3e-2), ("ctkv_randinit", 3e-2), ("peft_prefix", 1e-3), ("ctkv_noloo", 1e-2))
 # Full runs every arm at quick's family, k and steps (so quick's tuned rates carry over), on more
 # tasks. The rates of the arms quick does not run are NOT tuned on this family yet (None): full
 # refuses to run until ``python -m optzoo.context_tuning.repro.tuning --scale full`` has been run
 # and its choices written here (see the docs: full was not rerun in issue 40).
-_FULL_LRS = _QUICK_LRS + (("ctprompt", None), ("peft_prompt", None), ("ttt_ctkv", 3e-3), ("ctkv_nodrop", None))
+_FULL_LRS = _QUICK_LRS + (("ttt", None), ("ctprompt", None), ("peft_prompt", None), ("ttt_ctkv", None),
+                          ("ctkv_nodrop", None))
 
 SCALES = {
     "smoke": Config("tiny", tasks=2, k=4, queries=4, steps=3, methods=_EVERY, lrs=tuple((m, 1e-2) for m in TRAINED),
                     timing_ks=(4, 8), timing_steps=1, seeds=2, family="cat2"),
-    "quick": Config("smollm2", tasks=2, k=6, queries=12, steps=8, methods=_QUICK_METHODS, lrs=_QUICK_LRS,
+    "quick": Config("smollm2", tasks=2, k=9, queries=12, steps=8, methods=_QUICK_METHODS, lrs=_QUICK_LRS,
                     timing_ks=(4, 8, 16), timing_steps=1, seeds=5),
-    "full": Config("smollm2", tasks=4, k=6, queries=12, steps=8, methods=_EVERY, lrs=_FULL_LRS,
+    "full": Config("smollm2", tasks=4, k=9, queries=12, steps=8, methods=_EVERY, lrs=_FULL_LRS,
                    timing_ks=(4, 8, 16, 32), timing_steps=3, seeds=8),
 }
 
