@@ -118,7 +118,7 @@ PAPERS: tuple[Paper, ...] = (
           "Initialising trainable context from the demonstrations beats ICL and prompt/prefix tuning.",
           api=("CTKV", "CTPrompt", "ContextTuning", "ContextTuningConfig", "TunedContext",
                "build_context", "cache_to_list", "make_cache"),
-          headline_claims=("beats_icl_kv", "vs_ttt"),
+          headline_claims=("beats_prefix", "vs_ttt"),
           implemented=True),
     Paper(9, "momentum_tracking", "Provable suboptimality of momentum SGD in nonstationary optimization",
           "ICML 2026", "2601.12238", None, "reconstructed",

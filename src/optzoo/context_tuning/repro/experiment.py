@@ -17,10 +17,35 @@ __all__ = ["ALL_METHODS", "TRAINED", "fit_method", "run_tasks"]
 
 #: Every method the reproduction knows, in report order. ``icl`` is CT-KV with T = 0 (exactly
 #: ICL, a tested property); ``zeroshot`` scores the query with no demonstrations.
-ALL_METHODS = ("zeroshot", "icl", "ctkv", "ctprompt", "peft_prompt", "peft_prefix", "ttt", "ttt_ctkv",
-               "ctkv_noloo", "ctkv_nodrop")
+ALL_METHODS = ("zeroshot", "icl", "ctkv", "ctkv_randinit", "ctprompt", "peft_prompt", "peft_prefix", "ttt",
+               "ttt_ctkv", "ctkv_noloo", "ctkv_nodrop")
 #: Methods that train (and so have a training loss and a learning rate).
-TRAINED = ("ctkv", "ctprompt", "peft_prompt", "peft_prefix", "ttt", "ttt_ctkv", "ctkv_noloo", "ctkv_nodrop")
+TRAINED = ("ctkv", "ctkv_randinit", "ctprompt", "peft_prompt", "peft_prefix", "ttt", "ttt_ctkv", "ctkv_noloo",
+           "ctkv_nodrop")
+
+
+def _random_init_ctkv(model, demos, delim, cfg, seed):
+    """CT-KV with its credited mechanism removed: the trainable KV prefix is initialised from
+    |S| irrelevant tokens (drawn uniformly from the model's vocabulary, seeded) instead of the
+    demonstrations S. Everything else is CT-KV's: the same |S| slots and pair spans (so the
+    same leave-one-out masks), token dropout, positions, loss, optimiser, steps and lr grid."""
+    import torch
+
+    from optzoo._core.rng import torch_generator
+    from optzoo.context_tuning import ContextTuning
+    from optzoo.context_tuning.core import TunedContext, cache_to_list
+
+    class _RandomInit(ContextTuning):
+        def initial_context(self):
+            vocab = self.model.get_input_embeddings().num_embeddings
+            g = torch_generator(seed, "context_tuning", "random_init")
+            ids = torch.randint(0, vocab, (1, len(self.context_ids)), generator=g)
+            with torch.no_grad():
+                out = self.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+            kv = [(k.detach().clone(), v.detach().clone()) for k, v in cache_to_list(out.past_key_values)]
+            return TunedContext(self.model, "kv", kv, self.context_ids, self.delimiter)
+
+    return _RandomInit(model, demos, variant="kv", delimiter_ids=delim, config=cfg, seed=seed)
 
 
 def fit_method(m: str, model, demos, delim, *, steps: int, lr: float, seed: int, lr_ctkv: float | None = None):
@@ -30,9 +55,11 @@ def fit_method(m: str, model, demos, delim, *, steps: int, lr: float, seed: int,
 
     if m == "zeroshot":
         return PeftScorer(model, delim, {})
-    if m in ("icl", "ctkv", "ctprompt", "ctkv_noloo", "ctkv_nodrop"):
+    if m in ("icl", "ctkv", "ctkv_randinit", "ctprompt", "ctkv_noloo", "ctkv_nodrop"):
         cfg = ContextTuningConfig(steps=0 if m == "icl" else steps, lr=lr, leave_one_out=m != "ctkv_noloo",
                                   token_dropout=0.0 if m == "ctkv_nodrop" else 0.05)
+        if m == "ctkv_randinit":
+            return _random_init_ctkv(model, demos, delim, ContextTuningConfig(steps=steps, lr=lr), seed).fit()
         return ContextTuning(model, demos, variant="prompt" if m == "ctprompt" else "kv",
                              delimiter_ids=delim, config=cfg, seed=seed).fit()
     if m == "ttt":
@@ -57,7 +84,8 @@ def run_tasks(config, seed: int, progress, *, split: str = "test", methods=None,
     model, enc, delim = load_model(config.model)
     res = {m: {"acc": [], "margin": [], "loss0": [], "loss": [], "cpu": []} for m in methods}
     for t in range(config.tasks):
-        demos, queries, labels = make_task(seed, t, config.k, config.queries, enc, split=split)
+        demos, queries, labels = make_task(seed, t, config.k, config.queries, enc, split=split,
+                                           family=getattr(config, "family", "cat2"))
         demos = [(x, labels[c]) for x, c in demos]
         for m in methods:
             t0 = time.process_time()

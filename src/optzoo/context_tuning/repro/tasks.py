@@ -27,6 +27,9 @@ CATEGORIES = {
     "vehicle": "car bus truck train plane boat bike ship taxi tram van jet".split(),
 }
 LABELS = [("foo", "bar"), ("A", "B"), ("left", "right"), ("up", "down"), ("sun", "moon")]
+LABELS3 = [("foo", "bar", "baz"), ("A", "B", "C"), ("left", "right", "up"), ("sun", "moon", "star"),
+           ("X", "Y", "Z")]
+FAMILIES = ("cat2", "cat3", "union")
 
 
 def load_model(kind: str):
@@ -49,7 +52,7 @@ def load_model(kind: str):
     return model, None, torch.tensor([3])
 
 
-def make_task(seed: int, t: int, k: int, queries: int, enc, split: str = "test"):
+def make_task(seed: int, t: int, k: int, queries: int, enc, split: str = "test", family: str = "cat2"):
     """``(demos, queries, label ids)``: demos/queries are lists of (x ids, class)."""
     import torch
 
@@ -63,28 +66,45 @@ def make_task(seed: int, t: int, k: int, queries: int, enc, split: str = "test")
         words = [words[i] for i in order]
         return words[:k], words[k:], [torch.tensor([int(toks[50])]), torch.tensor([int(toks[51])])]
     names = list(CATEGORIES)
-    a, b = rng.choice(len(names), 2, replace=False)
-    lab = LABELS[rng.integers(len(LABELS))]
-    if rng.random() < 0.5:
-        lab = lab[::-1]
-    words = [(enc(w), 0) for w in CATEGORIES[names[a]]] + [(enc(w), 1) for w in CATEGORIES[names[b]]]
-    order = rng.permutation(len(words))
-    words = [words[i] for i in order]
-    c0 = [w for w in words if w[1] == 0]
-    c1 = [w for w in words if w[1] == 1]
-    demos = [x for pair in zip(c0[: k // 2], c1[: k // 2], strict=True) for x in pair]
-    rest = c0[k // 2:] + c1[k // 2:]
+    if family == "cat2":  # two categories, two label words (the family before issue 40)
+        cats = [[int(c)] for c in rng.choice(len(names), 2, replace=False)]
+        lab = list(LABELS[rng.integers(len(LABELS))])
+        if rng.random() < 0.5:
+            lab = lab[::-1]
+    elif family == "cat3":  # three categories, three label words
+        cats = [[int(c)] for c in rng.choice(len(names), 3, replace=False)]
+        lab = list(LABELS3[rng.integers(len(LABELS3))])
+        lab = [lab[i] for i in rng.permutation(3)]
+    elif family == "union":  # two classes, each the union of two categories
+        c = rng.choice(len(names), 4, replace=False)
+        cats = [[int(c[0]), int(c[1])], [int(c[2]), int(c[3])]]
+        lab = list(LABELS[rng.integers(len(LABELS))])
+        if rng.random() < 0.5:
+            lab = lab[::-1]
+    else:
+        raise ValueError(f"Unknown task family {family!r}; expected one of {FAMILIES}.")
+    n_cls = len(cats)
+    pools = []  # per class: its words, categories interleaved, each category shuffled
+    for cl in cats:
+        per = [[CATEGORIES[names[c]][i] for i in rng.permutation(len(CATEGORIES[names[c]]))] for c in cl]
+        pools.append([w for grp in zip(*per, strict=True) for w in grp])
+    per_cls = k // n_cls
+    demos = [(enc(pools[c][j]), c) for j in range(per_cls) for c in range(n_cls)]
+    rest = [(enc(w), c) for c in range(n_cls) for w in pools[c][per_cls:]]
     q = [rest[i] for i in rng.permutation(len(rest))[:queries]]
-    return demos, q, [enc(lab[0]), enc(lab[1])]
+    return demos, q, [enc(x) for x in lab]
 
 
 def evaluate(scorer, queries, labels) -> tuple[float, float]:
-    """(accuracy, mean label margin log p(correct) - log p(wrong)), lowest mean-NLL label wins."""
+    """(accuracy, mean label margin: log p(correct) - max log p(wrong)), lowest mean-NLL label wins."""
     import torch
 
-    rows = [(scorer.query_ids(x), labels[o]) for x, _ in queries for o in (0, 1)]
-    nll = scorer.nll(rows).view(-1, 2)
+    n = len(labels)
+    rows = [(scorer.query_ids(x), labels[o]) for x, _ in queries for o in range(n)]
+    nll = scorer.nll(rows).view(-1, n)
     y = torch.tensor([c for _, c in queries])
     acc = float((nll.argmin(1) == y).float().mean())
-    margin = float((nll.gather(1, (1 - y)[:, None]) - nll.gather(1, y[:, None])).mean())
+    right = nll.gather(1, y[:, None]).squeeze(1)
+    wrong = nll.masked_fill(torch.nn.functional.one_hot(y, n).bool(), float("inf")).min(1).values
+    margin = float((wrong - right).mean())
     return acc, margin

@@ -5,7 +5,8 @@ of seeds >= 90000, never a judged task or a verdict seed) at that scale's k and 
 A method's rate is the grid point with the highest mean tuning accuracy, ties broken by the
 mean label margin. ``ttt_ctkv`` is not tuned on its own: it runs TTT at TTT's rate, then CT-KV
 at CT-KV's. The chosen rates are frozen in ``SCALES``; the records are in ``docs/tuning/``,
-made by (one thread per worker process, set by the caller as the runner would)::
+made by (one thread per worker process, set by the caller as the runner would; quick with
+``--jobs 1``)::
 
     OMP_NUM_THREADS=1 python -m optzoo.context_tuning.repro.tuning --scale full --jobs 2 \
         --out docs/tuning/context_tuning_full.json
@@ -25,7 +26,9 @@ __all__ = ["GRID", "TUNE_SEEDS", "choose", "tune"]
 
 #: One grid for every method (ratio about 3): the paper's 1e-3 is for 200 steps, and random
 #: soft prompts (PEFT prompt / prefix tuning) usually want larger rates than demonstration inits.
-GRID = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+#: 3e-4 was added for every arm (issue 40, before any verdict run) when prefix tuning chose 1e-3,
+#: then the grid's lowest point, on the cat3 family.
+GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 #: Pilot seeds whose ``tune`` split supplies the tuning tasks (one task each at the scale's k).
 TUNE_SEEDS = (90000, 90001)
 
@@ -41,13 +44,15 @@ def _one(args) -> dict:
     return {"seed": seed, "lr": lr, "mean": out["mean"]}
 
 
-def tune(scale: str, *, seeds=TUNE_SEEDS, grid=GRID, jobs: int = 1, done=()) -> list[dict]:
-    """Mean tuning accuracy, margin and losses of every tuned method at every grid point;
-    rows in ``done`` (an earlier run's, same scale) are kept and their (seed, rate) not rerun."""
+def tune(scale: str, *, seeds=TUNE_SEEDS, grid=GRID, jobs: int = 1, done=(), methods=None) -> list[dict]:
+    """Mean tuning accuracy, margin and losses of every tuned method (default: every trained
+    arm of the scale but ttt_ctkv) at every grid point; rows in ``done`` (an earlier run's,
+    same scale and family) are kept and their (seed, rate) not rerun."""
     from optzoo.context_tuning.repro import SCALES
     from optzoo.context_tuning.repro.experiment import TRAINED
 
-    methods = tuple(m for m in SCALES[scale].methods if m in TRAINED and m != "ttt_ctkv")
+    if methods is None:
+        methods = tuple(m for m in SCALES[scale].methods if m in TRAINED and m != "ttt_ctkv")
     rows = [r for r in done if r["lr"] in grid and r["seed"] in seeds]
     have = {(r["seed"], r["lr"]) for r in rows}
     todo = [(scale, s, lr, methods) for lr in grid for s in seeds if (s, lr) not in have]
@@ -73,17 +78,24 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", default="full")
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--methods", default=None, help="comma-separated arms (default: every tuned arm)")
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
+    from optzoo.context_tuning.repro import SCALES
+
+    family = SCALES[a.scale].family
+    methods = tuple(a.methods.split(",")) if a.methods else None
     done = []
-    if os.path.exists(a.out):  # resume: keep the finished (seed, rate) rows of the same scale
+    if os.path.exists(a.out):  # resume: keep the finished (seed, rate) rows of the same scale and family
         with open(a.out) as f:
             old = json.load(f)
-        done = old["rows"] if old.get("scale") == a.scale else []
-    rows = tune(a.scale, jobs=a.jobs, done=done)
+        same = old.get("scale") == a.scale and old.get("family", "cat2") == family
+        done = old["rows"] if same and methods is None else []
+    rows = tune(a.scale, jobs=a.jobs, done=done, methods=methods)
     best = choose(rows)
     with open(a.out, "w") as f:
-        json.dump({"scale": a.scale, "grid": list(GRID), "seeds": list(TUNE_SEEDS), "rows": rows,
+        json.dump({"scale": a.scale, "family": family, "k": SCALES[a.scale].k, "steps": SCALES[a.scale].steps,
+                   "grid": list(GRID), "seeds": list(TUNE_SEEDS), "rows": rows,
                    "chosen": {m: v[0] for m, v in best.items()}}, f, indent=1)
     for m, (lr, acc, margin) in best.items():
         print(f"{m:12s} lr {lr:g}  tune accuracy {acc:.3f}  margin {margin:.3f}")
