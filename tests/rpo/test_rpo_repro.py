@@ -48,6 +48,7 @@ def test_smoke_judge_controls_and_figures(per_seed, tmp_path):
     assert kinds == {"rpo_vs_shac": "claim", "stable_reuse": "claim", "rpo_vs_naive": "finding",
                      "rpo_vs_ppo": "finding", "reuse_control": "finding"}
     assert not _by(verdicts)["reuse_control"].measured  # full only
+    assert not _by(verdicts)["rpo_vs_ppo"].measured
     arms = {r.arm for r in per_seed[0] if r.metric == "final"}
     assert arms == {"rpo", "rpo_m1", "shac", "naive"}  # no PPO at smoke
     paths = repro.figures(per_seed, tmp_path)
@@ -144,9 +145,10 @@ def test_pendulum_speed_clip_binds():
 
 def test_scales_are_declared():
     assert repro.SCALES["quick"].seeds >= 5 and repro.SCALES["smoke"].seeds >= 2
-    assert repro.SCALES["quick"].arms == ("rpo", "rpo_m1", "shac", "naive") and repro.SCALES["quick"].ppo
+    assert repro.SCALES["quick"].arms == ("rpo", "rpo_m1", "shac", "naive")
+    assert not repro.SCALES["quick"].ppo
     full = repro.SCALES["full"]
-    assert full.ppo_context and {"naive10", "rpo10", "shac_lr5", "rpo_m1"} <= set(full.arms)
+    assert full.ppo and full.ppo_context and {"naive10", "rpo10", "shac_lr5", "rpo_m1"} <= set(full.arms)
 
 
 def test_sb3_ppo_baseline_takes_exactly_the_budget():
