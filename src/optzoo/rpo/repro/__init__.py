@@ -40,7 +40,11 @@ from optzoo.repro.claim import Claim
 from optzoo.repro.evidence import Control, Custom, Paired, Record, records_of
 from optzoo.repro.figures import new_figure, save_figure
 
-__all__ = ["CLAIMS", "HEADLINE", "LR", "SCALES", "Config", "figures", "notes", "run"]
+__all__ = ["CLAIMS", "HEADLINE", "LR", "MAX_THREADS", "SCALES", "Config", "figures", "notes", "run"]
+
+#: One torch thread per unit: the networks are tiny (16 environments, 32 units), so a second
+#: thread only waits, and on a loaded machine its spinning made one unit take over half an hour.
+MAX_THREADS = 1
 
 _ABSTRACT = ("abstract: RPO 'enables stable sample reuse' of the reparameterization gradients "
              "(where 'naive attempts risk exacerbating instability') by a clipped surrogate with "
