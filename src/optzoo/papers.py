@@ -162,7 +162,7 @@ PAPERS: tuple[Paper, ...] = (
                "diag_gaussian_kl", "evaluate", "TrainHistory", "GaussianActor", "Critic",
                "RunningMeanStd", "DiffEnv", "PendulumSwingUp", "CartPoleSwingUp", "AcrobotSwingUp",
                "Reacher2D", "LQR", "as_gymnasium"),
-          headline_claims=("rpo_vs_shac",),
+          headline_claims=("rpo_vs_shac", "stable_reuse"),
           implemented=True),
     Paper(13, "stackelberg", "Rethinking neural-network learning rates: a Stackelberg perspective",
           "ICML 2026", "2605.15530", None, "reconstructed", "only the abstract is public",

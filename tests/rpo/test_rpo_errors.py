@@ -155,6 +155,9 @@ class _AllNaNEnv(PendulumSwingUp):
 
 
 class _ExplodingEnv(PendulumSwingUp):
+    def __init__(self, *args, **kw):  # without the speed clip, which would stop the blow-up
+        super().__init__(*args, max_speed=None, **kw)
+
     def _dynamics(self, s, u):
         nxt, r = super()._dynamics(s, u)
         return nxt * 3.0, r

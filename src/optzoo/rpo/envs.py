@@ -195,12 +195,15 @@ def _wrap(x: torch.Tensor) -> torch.Tensor:
 
 
 class PendulumSwingUp(BatchedEnv):
-    """Torque-limited pendulum swing-up (Gymnasium ``Pendulum-v1`` dynamics, without its
-    non-differentiable speed clip).
+    """Torque-limited pendulum swing-up (Gymnasium ``Pendulum-v1`` dynamics, with its speed
+    clip |omega| <= ``max_speed`` = 8 by default; ``max_speed=None`` removes it).
 
     State (theta, omega) with theta = 0 upright; ``u = 2 tanh(a)``; semi-implicit Euler with
     dt = 0.05: omega' = omega + dt (3g/(2l) sin(theta) + 3u / (m l^2)), theta' = theta + dt
     omega' (g = 10, m = l = 1, Gymnasium's uniform-rod form).
+    The new omega is clamped to [-max_speed, max_speed] before theta' is computed, as
+    Gymnasium does (the clamp passes no gradient while it binds; without it a policy that
+    learns to spin scores far below a random one).
     Reward -(wrap(theta)^2 + 0.1 omega^2 + 0.001 u^2). Start: theta uniform on [-pi, pi],
     omega uniform on [-1, 1]; episode 200 steps; observation (cos theta, sin theta, omega).
 
@@ -214,8 +217,9 @@ class PendulumSwingUp(BatchedEnv):
     g, m, length, dt = 10.0, 1.0, 1.0, 0.05
 
     def __init__(self, num_envs: int = 64, *, episode_length: int = 200, device=None,
-                 dtype=torch.float32) -> None:
+                 dtype=torch.float32, max_speed: float | None = 8.0) -> None:
         super().__init__(num_envs, episode_length=episode_length, device=device, dtype=dtype)
+        self.max_speed = max_speed
 
     def _initial(self, n):
         r = self._rand(n, 2)
@@ -227,6 +231,8 @@ class PendulumSwingUp(BatchedEnv):
         reward = -(_wrap(th) ** 2 + 0.1 * om ** 2 + 0.001 * u ** 2)
         om2 = om + self.dt * (1.5 * self.g / self.length * torch.sin(th)
                               + 3.0 * u / (self.m * self.length ** 2))
+        if self.max_speed is not None:
+            om2 = om2.clamp(-self.max_speed, self.max_speed)
         th2 = th + self.dt * om2
         return torch.stack([th2, om2], 1), reward
 
