@@ -43,6 +43,11 @@ def run_ppo(make_env, total_steps: int, checkpoints, eval_env, eval_seed: int, *
     vec.seed(seed)
     model = PPO("MlpPolicy", vec, seed=seed, device="cpu", verbose=0,
                 policy_kwargs={"net_arch": list(hidden), "activation_fn": torch.nn.ELU}, **s)
+    # a logger with no outputs: SB3's default (verbose=0, no tensorboard) still creates an
+    # empty /tmp/SB3-<date> folder per run
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
 
     def policy(obs):
         act, _ = model.predict(obs.detach().cpu().numpy(), deterministic=True)
