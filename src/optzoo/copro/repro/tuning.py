@@ -48,9 +48,8 @@ def tune(cfg, seeds=TUNING_SEEDS, log=print) -> dict:
 
 
 def main() -> None:
-    import torch
-
-    torch.set_num_threads(1)
+    # threads: run it with OMP_NUM_THREADS=1 as the runner would (the scores were made so);
+    # reproduction code never sets thread counts itself (tests/test_papers.py)
     from optzoo.copro.repro import SCALES
 
     ap = argparse.ArgumentParser()
