@@ -253,3 +253,31 @@ def check_array(
         raise ValueError(f"The {name!r} argument of {owner} must contain only finite values. "
                          f"Got NaN or inf.")
     return arr
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def check_hooks(owner: str, package: str, version: str, tested: tuple[str, str],
+                needs: dict[str, tuple[object, tuple[str, ...]]]) -> None:
+    """Raise ``RuntimeError`` unless ``version`` of ``package`` lies in ``tested`` (>= lower,
+    < upper) and every hook an adapter overrides or calls is still there: ``needs`` maps a
+    label (``"Trainer."``, ``"the callback event "``) to (class, attribute names).
+
+    >>> check_hooks("X", "pkg", "5.2.0", ("5.0", "6"), {"str.": (str, ("upper",))})
+    >>> check_hooks("X", "pkg", "6.1", ("5.0", "6"), {})
+    Traceback (most recent call last):
+    RuntimeError: X is tested with pkg >= 5.0, < 6; found 6.1.
+    """
+    lo, hi = tested
+    if not (_version_tuple(lo) <= _version_tuple(version) < _version_tuple(hi)):
+        raise RuntimeError(f"{owner} is tested with {package} >= {lo}, < {hi}; found {version}.")
+    for label, (cls, names) in needs.items():
+        for name in names:
+            if not callable(getattr(cls, name, None)):
+                raise RuntimeError(f"{owner} needs {label}{name}, which {package} {version} lacks.")

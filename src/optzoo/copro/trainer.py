@@ -60,7 +60,7 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
 from optzoo._core.rng import torch_generator
-from optzoo._core.validation import check_choice, check_int, check_real, fail
+from optzoo._core.validation import check_choice, check_hooks, check_int, check_real, fail
 from optzoo.copro.estep import copro_e_step
 from optzoo.copro.loss import CoProLoss
 
@@ -128,26 +128,11 @@ class CoProConfig(TrainingArguments):
         super().__post_init__()
 
 
-def _version_tuple(v: str) -> tuple[int, ...]:
-    out = []
-    for part in v.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)
-
-
 def check_transformers_hooks(trainer_cls=Trainer, callback_cls=TrainerCallback) -> None:
     """Raise ``RuntimeError`` if the Trainer hooks CoProTrainer relies on are gone."""
-    v = transformers.__version__
-    lo, hi = TRANSFORMERS_RANGE
-    if not (_version_tuple(lo) <= _version_tuple(v) < _version_tuple(hi)):
-        raise RuntimeError(f"CoProTrainer is tested with transformers >= {lo}, < {hi}; found {v}.")
-    for name in ("compute_loss", "log", "train", "_get_train_sampler"):
-        if not callable(getattr(trainer_cls, name, None)):
-            raise RuntimeError(f"CoProTrainer needs Trainer.{name}, which transformers {v} lacks.")
-    for name in ("on_step_end", "on_save"):
-        if not callable(getattr(callback_cls, name, None)):
-            raise RuntimeError(f"CoProTrainer needs the callback event {name}, which transformers {v} lacks.")
+    check_hooks("CoProTrainer", "transformers", transformers.__version__, TRANSFORMERS_RANGE,
+                {"Trainer.": (trainer_cls, ("compute_loss", "log", "train", "_get_train_sampler")),
+                 "the callback event ": (callback_cls, ("on_step_end", "on_save"))})
 
 
 def _reward_columns(rows, n: int, fn):

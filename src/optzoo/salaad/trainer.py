@@ -42,7 +42,7 @@ import transformers
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint
 
-from optzoo._core.validation import check_type, fail
+from optzoo._core.validation import check_hooks, check_type, fail
 from optzoo.salaad.salaad import SALAAD, SALAADConfig
 
 __all__ = ["SALAAD_STATE_NAME", "SALAADTrainer", "TRANSFORMERS_RANGE", "check_transformers_hooks"]
@@ -53,26 +53,11 @@ TRANSFORMERS_RANGE = ("4.46", "6")
 SALAAD_STATE_NAME = "salaad.pt"
 
 
-def _version_tuple(v: str) -> tuple[int, ...]:
-    out = []
-    for part in v.split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)
-
-
 def check_transformers_hooks(trainer_cls=Trainer, callback_cls=TrainerCallback) -> None:
     """Raise ``RuntimeError`` if the Trainer hooks SALAADTrainer relies on are gone."""
-    v = transformers.__version__
-    lo, hi = TRANSFORMERS_RANGE
-    if not (_version_tuple(lo) <= _version_tuple(v) < _version_tuple(hi)):
-        raise RuntimeError(f"SALAADTrainer is tested with transformers >= {lo}, < {hi}; found {v}.")
-    for name in ("training_step", "train"):
-        if not callable(getattr(trainer_cls, name, None)):
-            raise RuntimeError(f"SALAADTrainer needs Trainer.{name}, which transformers {v} lacks.")
-    for name in ("on_pre_optimizer_step", "on_step_end", "on_save"):
-        if not callable(getattr(callback_cls, name, None)):
-            raise RuntimeError(f"SALAADTrainer needs the callback event {name}, which transformers {v} lacks.")
+    check_hooks("SALAADTrainer", "transformers", transformers.__version__, TRANSFORMERS_RANGE,
+                {"Trainer.": (trainer_cls, ("training_step", "train")),
+                 "the callback event ": (callback_cls, ("on_pre_optimizer_step", "on_step_end", "on_save"))})
 
 
 class _SALAADCallback(TrainerCallback):
