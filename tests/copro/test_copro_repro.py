@@ -5,7 +5,6 @@ records show each claim held by the method and not by its control; references at
 budgets; IGD+."""
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -15,19 +14,13 @@ from optzoo.copro import repro
 from optzoo.copro.repro import opamp_task as T
 from optzoo.papers import get_paper
 from optzoo.repro.claim import CLAIM_WORDS, NullProgress
-from optzoo.repro.evidence import Record, as_records
+from optzoo.repro.evidence import Record, run_in_process
 from optzoo.repro.judging import check_claims, judge_claims
 
 
 @pytest.fixture(scope="module")
 def per_seed():
-    cfg = repro.SCALES["smoke"]
-    out = []
-    for s in range(cfg.seeds):
-        recs = repro.run(cfg, s, NullProgress())
-        assert all(isinstance(r, Record) for r in recs)
-        out.append(as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in recs]))))
-    return out
+    return run_in_process(repro)
 
 
 def _by(verdicts):

@@ -16,7 +16,7 @@ from optzoo.ipgrm.repro.throughput import (
     run_pipeline,
 )
 from optzoo.repro.claim import CHECK_WORDS, CLAIM_WORDS, NullProgress
-from optzoo.repro.evidence import Record, as_records
+from optzoo.repro.evidence import Record, as_records, run_in_process
 from optzoo.repro.judging import check_claims, headline_status, judge_claims
 
 
@@ -47,14 +47,8 @@ def test_hf_judge_batched_toy():
 
 @pytest.fixture(scope="module")
 def per_seed():
-    cfg = repro.SCALES["smoke"]
-    assert 2 <= cfg.seeds <= 3 and repro.SCALES["quick"].seeds >= 5
-    out = []
-    for s in range(cfg.seeds):
-        recs = repro.run(cfg, s, NullProgress())
-        assert all(isinstance(r, Record) for r in recs)
-        out.append(as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in recs]))))
-    return out
+    assert 2 <= repro.SCALES["smoke"].seeds <= 3 and repro.SCALES["quick"].seeds >= 5
+    return run_in_process(repro)
 
 
 def _by(vs):

@@ -6,28 +6,21 @@ pendulum's speed clip (Gymnasium's) binds; SB3 PPO takes exactly the budget."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 import torch
 
 from optzoo.papers import PAPERS
-from optzoo.repro.claim import CLAIM_WORDS, NullProgress
-from optzoo.repro.evidence import Record, as_records
+from optzoo.repro.claim import CLAIM_WORDS
+from optzoo.repro.evidence import run_in_process
 from optzoo.repro.judging import check_claims, judge_claims
 from optzoo.rpo import repro
 
 
 @pytest.fixture(scope="module")
 def per_seed():
-    cfg = repro.SCALES["smoke"]
-    out = []
-    for s in range(cfg.seeds):
-        recs = repro.run(cfg, s, NullProgress())
-        assert all(isinstance(r, Record) for r in recs)
-        out.append(as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in recs]))))
-    return out
+    return run_in_process(repro)
 
 
 def _by(verdicts):

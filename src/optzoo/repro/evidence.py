@@ -85,6 +85,25 @@ def as_records(rows: Sequence[Mapping[str, Any] | Record]) -> list[Record]:
     return out
 
 
+def run_in_process(room, scale: str = "smoke", seeds: Sequence[int] | None = None) -> list[list[Record]]:
+    """Run a room's units here, one per seed (default ``range(SCALES[scale].seeds)``), and
+    return each seed's records as the pipeline stores and reads them (through their JSON
+    form): what a room's tests judge."""
+    import dataclasses
+    import json
+
+    from optzoo.repro.claim import NullProgress
+
+    cfg = room.SCALES[scale]
+    out = []
+    for s in range(cfg.seeds) if seeds is None else seeds:
+        recs = room.run(cfg, s, NullProgress())
+        if not all(isinstance(r, Record) for r in recs):
+            raise TypeError(f"{room.__name__}.run must return a list of Records (seed {s}).")
+        out.append(as_records(json.loads(json.dumps([dataclasses.asdict(r) for r in recs]))))
+    return out
+
+
 def records_of(per_seed: Sequence[Sequence[Record]], *, metric: str | None = None,
                arm: str | None = None, part: str | None = None) -> list[list[Record]]:
     """Per seed, the records matching the given fields (for figures and notes)."""
