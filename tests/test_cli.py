@@ -115,3 +115,23 @@ def test_reproduce_and_report_print_json(tmp_path):
     res = runner.invoke(app, ["report", "dks", "--scale", "smoke", "--out", str(tmp_path), "--json"])
     again = json.loads(res.stdout)
     assert res.exit_code == 0 and again["papers"][0]["verdicts"] == paper["verdicts"]
+
+
+def test_report_from_the_committed_results(tmp_path):
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "docs" / "results"
+    before = {p.name: p.stat().st_mtime_ns for p in (root / "quick-seeds-1000" / "dks").rglob("*")}
+    res = runner.invoke(app, ["report", "dks", "--from", str(root), "--block", "quick-seeds-1000",
+                              "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    obj = json.loads(res.stdout)
+    assert obj["papers"][0]["seeds"][0] == 1000 and (tmp_path / "dks" / "verdicts.json").exists()
+    assert {p.name: p.stat().st_mtime_ns for p in (root / "quick-seeds-1000" / "dks").rglob("*")} == before
+    res = runner.invoke(app, ["report", "dks", "--from", str(root), "--write-docs"])
+    assert res.exit_code == 2 and "name no papers" in res.output
+    res = runner.invoke(app, ["report", "dks", "--from", str(root), "--block", "seeds"])
+    assert res.exit_code == 2 and "Got 'seeds'" in res.output
+    res = runner.invoke(app, ["report", "--from", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "committed results" in res.output

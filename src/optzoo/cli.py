@@ -152,7 +152,7 @@ def reproduce(
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: start a local instance)")] = None,
     out: Annotated[Path, typer.Option(help="results folder")] = Path("results"),
     resume: Annotated[bool, typer.Option(help="skip units finished in OUT by the same code and config")] = False,
-    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
+    write_docs: Annotated[bool, typer.Option(help="archive the units under docs/results (a block per scale and seed set) and write docs/RESULTS.md, the docs pages' Results blocks and the README column from docs/results alone")] = False,
     json: _JSON_RUN = False,
 ) -> None:
     """Run papers' reproductions, one process per (paper, seed), and write the report."""
@@ -192,23 +192,43 @@ def report(
     slugs: Annotated[list[str] | None, typer.Argument(help="papers to report (default: all implemented)")] = None,
     scale: Annotated[str, typer.Option(help="smoke | quick | full")] = "quick",
     out: Annotated[Path, typer.Option(help="results folder written by reproduce")] = Path("results"),
-    write_docs: Annotated[bool, typer.Option(help="also write docs/RESULTS.md and the docs pages' Results blocks (at a scale other than quick: only that scale's block of each page)")] = False,
+    source: Annotated[Path | None, typer.Option("--from", help="committed results (docs/results): re-judge their units, one block (--block) into OUT, or with --write-docs every docs result in place")] = None,
+    block: Annotated[str, typer.Option(help="with --from: which block, e.g. quick, quick-seeds-1000, full")] = "quick",
+    write_docs: Annotated[bool, typer.Option(help="archive OUT's units under docs/results and write docs/RESULTS.md, the docs pages' Results blocks and the README column from docs/results alone")] = False,
     json: _JSON_RUN = False,
 ) -> None:
-    """Judge the finished units in OUT without running anything, and write the report."""
+    """Judge finished units without running anything, and write the report."""
     from optzoo.papers import get_paper, implemented_papers
+    from optzoo.repro import docs
     from optzoo.repro.pipeline import SCALE_NAMES, report_existing
 
     if scale not in SCALE_NAMES:
         raise typer.BadParameter(f"must be one of {', '.join(SCALE_NAMES)}. Got {scale!r}.", param_hint="--scale")
+    if source is not None and not source.is_dir():
+        raise typer.BadParameter(f"must be a folder of committed results (docs/results). Got {str(source)!r}.",
+                                 param_hint="--from")
+    if source is not None and write_docs:
+        if slugs:
+            raise typer.BadParameter("--from with --write-docs writes every paper's docs results; "
+                                     f"name no papers. Got {' '.join(slugs)}.", param_hint="SLUGS")
+        console = _console(stderr=json)
+        changed = docs.write_docs(source.parent, draw=False, console=console)
+        console.print("changed: " + (", ".join(str(p) for p in changed) if changed else "nothing"))
+        raise typer.Exit(0)
     slugs = slugs or [p.slug for p in implemented_papers()]
     for slug in slugs:
         try:
             get_paper(slug)
         except KeyError as exc:
             raise typer.BadParameter(exc.args[0], param_hint="SLUGS") from None
+    if source is not None:
+        try:
+            scale = docs.block_scale(block)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--block") from None
+        source = source / block
     runs = []
-    code = report_existing(slugs, scale=scale, out=out, write_docs=write_docs,
+    code = report_existing(slugs, scale=scale, out=out, write_docs=write_docs, source=source,
                            console=_console(stderr=json), runs_out=runs)
     if json:
         _print_runs(runs, out=out, scale=scale, code=code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -49,13 +50,21 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """Write ``obj`` as JSON so that readers see the old file or the new one, never half."""
+    """Write ``obj`` as JSON so that readers see the old file or the new one, never half.
+
+    A path ending in ``.gz`` is written compact and gzip-compressed, with no timestamp in the
+    gzip header, so the same object always gives the same bytes (files committed to git)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(to_jsonable(obj), f, indent=1, sort_keys=False)
+        with os.fdopen(fd, "wb") as f:
+            if path.suffix == ".gz":
+                text = json.dumps(to_jsonable(obj), separators=(",", ":"))
+                with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0) as z:
+                    z.write(text.encode())
+            else:
+                f.write(json.dumps(to_jsonable(obj), indent=1, sort_keys=False).encode())
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from other users
@@ -73,7 +82,9 @@ def _umask() -> int:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    with open(path) as f:
+    """The JSON in ``path`` (gzip-compressed when the name ends in ``.gz``)."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
         return json.load(f)
 
 

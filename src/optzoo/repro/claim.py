@@ -225,6 +225,9 @@ class PaperRun:
     judge_error: str | None = None
     provenance: list[str] = field(default_factory=list)  # distinct "commit[+dirty]" of its units
     headline: tuple[str, ...] = ()  # the claims that test the abstract's headline (papers.py)
+    threads: list[str] = field(default_factory=list)  # distinct threads the runner gave its units
+    finished: list[str] = field(default_factory=list)  # when each unit finished (its record's time)
+    environment: dict[str, Any] = field(default_factory=dict)  # the first unit's environment
 
     def of_kind(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import time
 import traceback
@@ -11,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from optzoo.repro.claim import PaperRun, Verdict
-from optzoo.repro.runner import Unit, UnitOutcome, error_path, load_unit, run_units, unit_path
+from optzoo.repro.runner import (
+    Unit,
+    UnitOutcome,
+    error_path,
+    load_unit,
+    run_units,
+    unit_files,
+    unit_path,
+)
 
 __all__ = ["SCALE_NAMES", "collect_results", "judge_paper", "report_existing", "reproduce",
            "write_outputs"]
@@ -20,8 +27,10 @@ SCALE_NAMES = ("smoke", "quick", "full")
 
 
 def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]],
-                errors: dict[int, str], out: Path, make_figures: bool = True) -> PaperRun:
-    """Judge the finished records of one paper and draw its figures (never raises)."""
+                errors: dict[int, str], out: Path, make_figures: bool = True,
+                figures: list[str] | None = None) -> PaperRun:
+    """Judge the finished records of one paper and draw its figures into ``out/<slug>/figures``
+    (never raises). ``figures``: when not drawing, figures already drawn to link instead."""
     from optzoo._core.io import atomic_write_json
 
     records = sorted(records, key=lambda r: r["seed"])
@@ -29,7 +38,11 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
     run = PaperRun(slug=slug, scale=scale, seeds=[r["seed"] for r in records], per_seed=per_seed,
                    verdicts=[], errors=dict(errors),
                    wall_time=sum(float(r.get("wall_time", 0.0)) for r in records),
-                   provenance=provenance_summary(records))
+                   provenance=provenance_summary(records),
+                   threads=_threads(records),
+                   finished=[str(r.get("finished_at", "")) for r in records],
+                   environment=dict((records[0].get("environment") or {}) if records else {}),
+                   figures=list(figures or []))
     if not per_seed:
         return run
     try:
@@ -71,10 +84,16 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
         run.judge_error = traceback.format_exc()
     atomic_write_json(Path(out) / slug / "verdicts.json", {
         "slug": slug, "scale": scale, "seeds": run.seeds, "provenance": run.provenance,
-        "headline": list(run.headline),
+        "headline": list(run.headline), "figures": [Path(f).name for f in run.figures],
         "verdicts": [v.to_dict() for v in run.verdicts], "judge_error": run.judge_error,
     })
     return run
+
+
+def _threads(records: list[dict[str, Any]]) -> list[str]:
+    """The distinct thread counts the runner gave a paper's units (their OMP_NUM_THREADS)."""
+    found = {((r.get("environment") or {}).get("threads") or {}).get("OMP_NUM_THREADS") for r in records}
+    return sorted(str(t) for t in found if t)
 
 
 def _headline(slug: str) -> tuple[str, ...]:
@@ -112,11 +131,8 @@ def collect_results(out: Path, slug: str, scale: str | None = None) -> tuple[lis
     """All finished records of ``slug`` in ``out`` (at ``scale``, or the most common one)."""
     from optzoo._core.io import read_json
 
-    folder = Path(out) / slug
     records = []
-    for p in sorted(folder.glob("seed-*.json")):
-        if p.name.endswith(".error.json"):
-            continue
+    for _, p in sorted(unit_files(Path(out) / slug).items()):
         try:
             rec = read_json(p)
         except (OSError, ValueError):
@@ -214,10 +230,9 @@ def reproduce(
         "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
         "environment": environment_manifest(), "elapsed_s": time.time() - t0,
         "backend": backend, "jobs": jobs,
-        "threads_per_unit": max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(units)))),
     }
     write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs,
-                  docs_dir=docs_dir, console=console)
+                  docs_dir=docs_dir, console=console, modules=modules)
     report.console_table(runs, console)
     if runs_out is not None:
         runs_out.extend(runs)
@@ -230,12 +245,13 @@ def reproduce(
 
 
 def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], *, out: Path,
-                  scale: str, write_docs: bool, docs_dir: Path, console) -> None:
-    """report.md and report.html in OUT; with ``write_docs`` also docs/RESULTS.md, the Results
-    blocks of docs/papers/*.md and the README's last-verdicts column (at quick scale; at another
-    scale only that scale's own block of each docs page)."""
-    from optzoo.papers import implemented_papers
-    from optzoo.repro import report
+                  scale: str, write_docs: bool, docs_dir: Path, console,
+                  modules: dict[str, str] | None = None) -> None:
+    """report.md and report.html in OUT; with ``write_docs`` the runs' units are also archived
+    under docs/results (:func:`optzoo.repro.docs.archive`) and docs/RESULTS.md, the docs pages'
+    Results blocks and the README column are written from the committed results alone
+    (:func:`optzoo.repro.docs.write_docs`)."""
+    from optzoo.repro import docs, report
 
     report.write_markdown(runs, out / "report.md", meta)
     report.write_html(runs, out / "report.html", meta)
@@ -245,54 +261,31 @@ def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], 
     if empty:  # never replace a paper's recorded results with an empty block
         console.log(f"not writing docs for {', '.join(empty)}: no finished units at scale "
                     f"{scale!r} in {out}")
-        runs = [r for r in runs if r.per_seed]
-        slugs = [s for s in slugs if s not in empty]
-        if not runs:
-            return
-    block = report.docs_block(scale, min(r.seeds[0] for r in runs))
-    if block != "quick":  # a full (or smoke) run, or a second seed set, has its own block
-        pages = report.write_scale_docs(runs, docs_dir, block)
-        begin, _ = report.results_markers(block)
-        console.log(f"wrote the {block} Results block of {len(pages)} docs page(s)"
-                    + ("" if pages else f" (a page needs the markers {begin} ... to get one)"))
+    drawn = []
+    for run in runs:
+        if run.per_seed:
+            seeds = sorted(set(run.seeds) | set(run.errors))
+            folder = docs.archive(out, run.slug, scale, seeds, docs_dir)
+            drawn.append((folder.parent.name, run.slug))
+            console.log(f"archived {len(run.seeds)} unit(s) of {run.slug} in {folder}")
+    if not drawn:
         return
-    # docs/RESULTS.md covers every implemented paper with results in OUT at this scale,
-    # not only the papers of this invocation, so papers can be re-run one at a time.
-    doc_runs = list(runs)
-    for paper in implemented_papers():
-        if paper.slug in slugs:
-            continue
-        records, _ = collect_results(out, paper.slug, scale)
-        if records:
-            doc_runs.append(judge_paper(paper.slug, paper.repro_module, scale, records, {}, out))
-    order = {p.slug: p.number for p in implemented_papers()}
-    doc_runs.sort(key=lambda r: order.get(r.slug, 0))
-    merged = sorted({r.slug for r in doc_runs} - set(slugs))
-    notes = [f"Papers not named in this command ({', '.join(merged)}) are judged from their "
-             f"earlier finished units in `{out}`; each section gives its own seeds."] if merged else []
-    previous = Path(docs_dir) / "RESULTS.md"
-    kept = [] if not previous.exists() else [
-        s for s in report.parse_results_markdown(previous.read_text())["summary"]
-        if s not in {r.slug for r in doc_runs}]
-    if kept:
-        notes.append(f"Papers with no units in `{out}` ({', '.join(kept)}) are kept as the "
-                     "previous docs/RESULTS.md had them (their own runs; each summary line "
-                     "gives its seeds and the commit of its units). A summary line without "
-                     "\"headline:\" was judged before claims had controls, when a reproduced "
-                     "claim counted without one; rejudged today it would not count.")
-    doc_meta = dict(meta, note=" ".join(notes))
-    path = report.write_results_doc(doc_runs, docs_dir, doc_meta, order=sorted(order, key=order.get))
-    console.log(f"wrote {path} and the Results blocks of docs/papers ({len(doc_runs)} papers)")
-    if report.update_readme_verdicts(Path(docs_dir).parent / "README.md", doc_runs, scale):
-        console.log("updated the last-verdicts column of README.md")
+    from optzoo.papers import implemented_papers
+
+    every = {p.slug: p.repro_module for p in implemented_papers()} | dict(modules or {})
+    changed = docs.write_docs(docs_dir, draw=drawn, console=console, modules=every)
+    console.log("wrote " + (", ".join(str(p) for p in changed) if changed else "nothing new")
+                + f" from {Path(docs_dir) / 'results'}")
 
 
 def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path("results"),
                     write_docs: bool = False, docs_dir: Path = Path("docs"), console=None,
-                    modules: dict[str, str] | None = None, runs_out: list | None = None) -> int:
-    """Judge the finished units already in OUT (no unit is run) and write the reports: for
-    re-reading results, or for papers run in separate invocations. Returns 1 if a judge failed
-    or a paper has no finished unit at this scale, else 0."""
+                    modules: dict[str, str] | None = None, runs_out: list | None = None,
+                    source: Path | None = None) -> int:
+    """Judge the finished units already in OUT, or in ``source`` (a block of docs/results), with
+    no unit run, and write the reports (verdicts and figures) into OUT: for re-reading results,
+    or for papers run in separate invocations. Returns 1 if a judge failed or a paper has no
+    finished unit at this scale, else 0."""
     from rich.console import Console
 
     from optzoo._core.io import environment_manifest
@@ -302,8 +295,11 @@ def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path(
     console = console or Console()
     out = Path(out)
     runs = []
+    if source is not None and write_docs:
+        raise ValueError("report_existing: write_docs with a source folder would archive the "
+                         "committed units onto themselves; use optzoo.repro.docs.write_docs")
     for slug in slugs:
-        records, _ = collect_results(out, slug, scale)
+        records, _ = collect_results(source or out, slug, scale)
         module = (modules or {}).get(slug) or get_paper(slug).repro_module
         runs.append(judge_paper(slug, module, scale, records, {}, out))
     meta = {"scale": scale, "seeds": "per paper (see each section)",
@@ -311,7 +307,7 @@ def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path(
             "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
             "environment": environment_manifest(), "backend": None}
     write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
-                  console=console)
+                  console=console, modules=modules)
     report.console_table(runs, console)
     if runs_out is not None:
         runs_out.extend(runs)

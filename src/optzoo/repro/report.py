@@ -1,6 +1,6 @@
 """The reproduction report: ``report.md``, a self-contained ``report.html`` (figures embedded
-as base64), ``docs/RESULTS.md`` and the Results block of each ``docs/papers/<slug>.md`` on
-request, and a rich console table.
+as base64) and a rich console table. This module only renders; writing the docs from the
+committed results is :mod:`optzoo.repro.docs`.
 
 The report opens with one summary line per paper. Claims (the papers' statements) are
 counted; findings (our own results) are listed as ours; checks (properties of our own
@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -26,15 +25,11 @@ __all__ = [
     "RESULTS_END",
     "console_table",
     "format_numbers",
-    "merge_results_markdown",
-    "parse_results_markdown",
+    "paper_lines",
     "paper_summary",
-    "update_paper_docs",
-    "update_readme_verdicts",
     "verdict_counts",
     "write_html",
     "write_markdown",
-    "write_results_doc",
 ]
 
 RESULTS_BEGIN = "<!-- optzoo:results:begin -->"
@@ -255,8 +250,8 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
         f"- command: `{meta.get('command', '')}`",
         f"- environment: python {env.get('python')}; CPU: {env.get('cpu')} "
         f"({env.get('cpu_count')} cores); " + (
-            f"backend {meta['backend']}, {meta.get('jobs')} jobs, {meta.get('threads_per_unit')} "
-            "thread(s) per unit" if meta.get("backend") else
+            f"backend {meta['backend']}, {meta.get('jobs')} jobs (each paper's section gives the "
+            "threads its units had)" if meta.get("backend") else
             "no unit was run by this command: it judged the finished units in the results folder")
         + "; the commit of each paper's units is in its summary line",
         *([f"- {meta['note']}"] if meta.get("note") else []),
@@ -283,7 +278,7 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
+def paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
     paper = _paper_meta(run.slug)
     claims = _claims(run.slug)
     lines = []
@@ -292,8 +287,9 @@ def _paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
         lines.append(f"Fidelity: **{paper.fidelity}**{note}. Docs: `docs/papers/{run.slug}.md`.")
     lines.append(
         f"Scale `{run.scale}`, seeds {run.seeds}: {len(run.per_seed)} finished, "
-        f"{len(run.errors)} crashed; unit wall time {run.wall_time:.1f} s in all; units at "
-        f"commit {', '.join(run.provenance) or 'unknown'}."
+        f"{len(run.errors)} crashed; unit wall time {run.wall_time:.1f} s in all"
+        + (f" at {' / '.join(run.threads)} thread(s) per unit" if run.threads else "")
+        + f"; units at commit {', '.join(run.provenance) or 'unknown'}."
     )
     lines += ["", f"Summary: {paper_summary(run)}."]
     for fig in run.figures[:1]:
@@ -335,7 +331,7 @@ def write_markdown(runs: list[PaperRun], path: Path, meta: dict[str, Any],
             return f"{prefix}/{Path(fig).name}" if prefix else _relative(fig, path.parent)
 
         lines += ["", f"## {run.slug}: {paper.title if paper else run.slug}", ""]
-        lines += _paper_lines(run, link)
+        lines += paper_lines(run, link)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -489,197 +485,6 @@ def _img(fig: Path) -> str:
         return f"<p>(figure {html.escape(fig.name)} missing)</p>"
     data = base64.b64encode(fig.read_bytes()).decode()
     return f"<img alt='{html.escape(fig.stem)}' src='data:image/png;base64,{data}'>"
-
-
-def write_results_doc(runs: list[PaperRun], docs_dir: Path, meta: dict[str, Any],
-                      order: list[str] | None = None) -> Path:
-    """``docs/RESULTS.md`` with the figures copied to ``docs/results/<slug>/``, and the Results
-    block of every ``docs/papers/<slug>.md`` that has the markers.
-
-    The papers of ``runs`` replace their parts of an existing RESULTS.md (summary line, rows of
-    the cross-paper tables, problems, section); every other paper's parts are kept as they were
-    (:func:`merge_results_markdown`), so that papers can be re-run one at a time. ``order``: the
-    papers' order in the document (default: the order of ``runs``, then the kept ones)."""
-    docs_dir = Path(docs_dir)
-    prefixes = {run.slug: _copy_figures(run, docs_dir, "quick") for run in runs}
-    path = docs_dir / "RESULTS.md"
-    old = path.read_text() if path.exists() else None
-    write_markdown(runs, path, meta, figure_prefix=prefixes)
-    if old is not None:
-        path.write_text(merge_results_markdown(old, path.read_text(), order))
-    for run in runs:
-        update_paper_docs(docs_dir / "papers" / f"{run.slug}.md", run)
-    return path
-
-
-_TABLES = ("### Claims of the papers", "### Our findings (not the papers' claims)",
-           "### Checks of our implementation (not counted)", "### Problems")
-
-
-def parse_results_markdown(text: str) -> dict[str, Any]:
-    """The parts of a report written by :func:`write_markdown`: the header (up to the summary),
-    and per paper its summary line, its rows of each cross-paper table and its section."""
-    lines = text.rstrip("\n").split("\n")
-    i = lines.index("## Summary")
-    doc: dict[str, Any] = {"header": lines[:i], "summary": {}, "rows": {t: {} for t in _TABLES},
-                           "heads": {}, "sections": {}}
-    part, current = "summary", None
-    for line in lines[i + 1:]:
-        m = re.match(r"## (\S+?): ", line)
-        if m:
-            part, current = "section", m.group(1)
-            doc["sections"][current] = [line]
-        elif part == "section":
-            doc["sections"][current].append(line)
-        elif line in _TABLES:
-            part = line
-        elif part == "summary" and line.startswith("- **"):
-            slug = line[4:line.index("**", 4)]
-            doc["summary"][slug] = line
-        elif part in _TABLES and line.startswith("| ") and part != "### Problems":
-            slug = line[2:line.index(" |")]
-            if slug in ("paper", "---"):  # the table's head and its rule
-                doc["heads"].setdefault(part, []).append(line)
-            else:
-                doc["rows"][part].setdefault(slug, []).append(line)
-        elif part == "### Problems" and line.startswith("- "):
-            doc["rows"][part].setdefault(line[2:line.index(":")], []).append(line)
-    return doc
-
-
-def merge_results_markdown(old: str, new: str, order: list[str] | None = None) -> str:
-    """``new`` (a report of some papers) with every paper that only ``old`` has kept from
-    ``old``: its summary line, table rows, problems and section, in ``order`` (default: new's
-    papers, then old's others). The header is new's."""
-    o, n = parse_results_markdown(old), parse_results_markdown(new)
-    fresh = list(n["summary"])
-    slugs = fresh + [s for s in o["summary"] if s not in fresh]
-    if order:
-        rank = {s: i for i, s in enumerate(order)}
-        slugs.sort(key=lambda s: rank.get(s, len(rank)))
-
-    def src(slug):
-        return n if slug in fresh else o
-
-    out = [*n["header"], "## Summary", ""]
-    out += [src(s)["summary"][s] for s in slugs]
-    for title in _TABLES:
-        rows = [r for s in slugs for r in src(s)["rows"][title].get(s, [])]
-        if not rows:
-            continue
-        head = n["heads"].get(title) or o["heads"].get(title) or []
-        out += ["", title, "", *head, *rows]
-    for s in slugs:
-        if s in src(s)["sections"]:
-            sec = src(s)["sections"][s]
-            while sec and not sec[-1]:
-                sec = sec[:-1]
-            out += ["", *sec]
-    return "\n".join(out) + "\n"
-
-
-def docs_block(scale: str, first_seed: int) -> str:
-    """The name of the docs block a run writes: its scale, or ``quick-seeds-S`` for a quick run
-    on seeds starting at ``S`` > 0 (a second seed set, which never replaces quick's own block,
-    docs/RESULTS.md or the README)."""
-    return f"{scale}-seeds-{first_seed}" if scale == "quick" and first_seed > 0 else scale
-
-
-def results_markers(scale: str = "quick") -> tuple[str, str]:
-    """The markers of a docs page's generated Results block: quick's are :data:`RESULTS_BEGIN`
-    and :data:`RESULTS_END`; a block for another scale (a full run, recorded once) or a second
-    seed set (:func:`docs_block`) has its own."""
-    if scale == "quick":
-        return RESULTS_BEGIN, RESULTS_END
-    return f"<!-- optzoo:results:{scale}:begin -->", f"<!-- optzoo:results:{scale}:end -->"
-
-
-def _figure_dir(slug: str, scale: str) -> str:
-    """Where a scale's figures live under docs/ (quick: results/<slug>)."""
-    return f"results/{slug}" if scale == "quick" else f"results/{scale}/{slug}"
-
-
-def _copy_figures(run: PaperRun, docs_dir: Path, scale: str) -> str:
-    """Replace the run's figures under docs/ (:func:`_figure_dir`); returns that folder."""
-    rel = _figure_dir(run.slug, scale)
-    dest = docs_dir / rel
-    if dest.exists():
-        shutil.rmtree(dest)
-    if run.figures:
-        dest.mkdir(parents=True, exist_ok=True)
-        for fig in run.figures:
-            shutil.copy2(fig, dest / Path(fig).name)
-    return rel
-
-
-def write_scale_docs(runs: list[PaperRun], docs_dir: Path, scale: str) -> list[Path]:
-    """For a scale other than quick: the figures in ``docs/results/<scale>/<slug>/`` and the
-    scale's own Results block of each docs page that has its markers (docs/RESULTS.md and the
-    README stay quick's). Returns the pages that changed."""
-    if scale == "quick":
-        raise ValueError("write_scale_docs is for scales other than quick (use write_results_doc)")
-    docs_dir = Path(docs_dir)
-    changed = []
-    for run in runs:
-        _copy_figures(run, docs_dir, scale)
-        page = docs_dir / "papers" / f"{run.slug}.md"
-        if update_paper_docs(page, run, scale=scale):
-            changed.append(page)
-    return changed
-
-
-def update_paper_docs(page: Path, run: PaperRun, *, scale: str = "quick") -> bool:
-    """Replace the text between the ``scale``'s markers (:func:`results_markers`) in a paper's
-    docs page with the results of ``run`` (figures linked from ``docs/results``). Returns True
-    if the page changed; a page without the markers is left alone."""
-    page = Path(page)
-    if not page.exists():
-        return False
-    text = page.read_text()
-    begin, end = results_markers(scale)
-    if begin not in text or end not in text:
-        return False
-
-    def link(fig: str) -> str:
-        return f"../{_figure_dir(run.slug, scale)}/{Path(fig).name}"
-
-    written = "`optzoo reproduce --write-docs` (or `optzoo report --write-docs`)"
-    if scale.startswith("quick-seeds-"):  # a second seed set at quick, in its own block
-        written = (f"`optzoo reproduce {run.slug} --seed-start {scale.rsplit('-', 1)[1]} --write-docs` "
-                   "(or `optzoo report`)")
-    elif scale != "quick":
-        written = f"`optzoo reproduce {run.slug} --scale {scale} --write-docs` (or `optzoo report`)"
-    body = ["", f"_Written by {written}; do not edit by hand._", "",
-            *_paper_lines(run, link, heading="###" if scale == "quick" else "####"), ""]
-    new = re.sub(re.escape(begin) + r".*?" + re.escape(end),
-                 lambda _m: begin + "\n".join(body) + end, text, count=1, flags=re.S)
-    if new != text:
-        page.write_text(new)
-        return True
-    return False
-
-
-def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bool:
-    """Rewrite the last cell of each run's row in the README's table of papers
-    (rows look like ``| 03 | `dks` | ... | last verdicts |``). Returns True if it changed."""
-    readme = Path(readme)
-    if not readme.exists():
-        return False
-    by_slug = {r.slug: r for r in runs}
-    lines = readme.read_text().splitlines()
-    changed = False
-    for i, line in enumerate(lines):
-        cells = line.split(" | ")
-        if len(cells) < 3 or not line.startswith("| ") or not line.endswith(" |"):
-            continue
-        slug = cells[1].strip("`")
-        if slug in by_slug and cells[1].startswith("`"):
-            new = " | ".join(cells[:-1]) + f" | {verdict_counts(by_slug[slug])} ({scale}) |"
-            if new != line:
-                lines[i], changed = new, True
-    if changed:
-        readme.write_text("\n".join(lines) + "\n")
-    return changed
 
 
 def console_table(runs: list[PaperRun], console) -> None:

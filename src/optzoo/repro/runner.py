@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Unit", "UnitOutcome", "config_hash", "error_path", "load_unit", "provenance", "run_unit",
-    "run_units", "stale_reason", "unit_path",
+    "Unit", "UnitOutcome", "archived_path", "config_hash", "error_path", "load_unit", "provenance",
+    "run_unit", "run_units", "stale_reason", "unit_files", "unit_path",
 ]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -56,6 +56,22 @@ def unit_path(out: Path, slug: str, seed: int) -> Path:
     return Path(out) / slug / f"seed-{seed}.json"
 
 
+def archived_path(out: Path, slug: str, seed: int) -> Path:
+    """Where a finished unit lives once archived (``docs/results``): compressed."""
+    return Path(out) / slug / f"seed-{seed}.json.gz"
+
+
+def unit_files(folder: Path) -> dict[int, Path]:
+    """The finished unit file of each seed in a paper's results folder, by seed: the plain
+    ``seed-<s>.json`` a run writes, else the archived ``seed-<s>.json.gz``."""
+    found: dict[int, Path] = {}
+    for p in sorted(Path(folder).glob("seed-*.json*"), key=lambda p: p.name.endswith(".json")):
+        stem = p.name[len("seed-"):].removesuffix(".gz").removesuffix(".json")
+        if stem.lstrip("-").isdigit() and p.name.endswith((".json", ".json.gz")):
+            found[int(stem)] = p  # sorted so a plain .json (the newer run) wins over .json.gz
+    return found
+
+
 def error_path(out: Path, slug: str, seed: int) -> Path:
     return Path(out) / slug / f"seed-{seed}.error.json"
 
@@ -64,8 +80,8 @@ def load_unit(out: Path, slug: str, seed: int, scale: str) -> dict[str, Any] | N
     """The finished record of a unit at this scale, or None (missing, other scale, unreadable)."""
     from optzoo._core.io import read_json
 
-    path = unit_path(out, slug, seed)
-    if not path.exists():
+    path = unit_files(Path(out) / slug).get(seed)
+    if path is None:
         return None
     try:
         rec = read_json(path)
@@ -259,6 +275,7 @@ def _write_outcome(out: Path, unit: Unit, record: dict[str, Any]) -> UnitOutcome
     if ok:
         atomic_write_json(unit_path(out, unit.slug, unit.seed), record)
         error_path(out, unit.slug, unit.seed).unlink(missing_ok=True)
+        archived_path(out, unit.slug, unit.seed).unlink(missing_ok=True)  # a stale archived unit
     else:
         atomic_write_json(error_path(out, unit.slug, unit.seed), record)
     return UnitOutcome(unit, ok, record)
