@@ -220,6 +220,8 @@ def test_html_opens_with_an_overview_of_claims_and_controls(tmp_path):
     # the sound headline claim: green, outlined, its control undecided; the tautology: grey, control R
     assert "class='c h'" in overview and "title='drift_raises_mean: reproduced; control inconclusive'" in overview
     assert "background:#8c959f'>R</a>" in overview and "<td>reproduced</td>" in overview
+    # each cell leads to the paper's forest plot; findings and checks have their own columns
+    assert "href='#selftest-forest'" in overview and "<th>our findings</th><th>checks (not counted)</th>" in overview
 
 
 def test_power_of_values_equal_up_to_rounding_is_one_not_nan():

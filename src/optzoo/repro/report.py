@@ -376,7 +376,7 @@ def _overview(runs: list[PaperRun]) -> str:
     """The report's first picture: one row per paper, one cell per claim coloured by how it
     counts (grey: reproduced but not counted, no control or cannot fail; white: not measured
     here), its control's verdict as a letter in the cell (R, N, ?), the headline's claims
-    outlined; findings and checks apart, smaller. Each cell links to the paper's section."""
+    outlined; findings and checks apart, smaller. Each cell links to the paper's forest plot."""
     e = html.escape
     rows = []
     for run in runs:
@@ -386,15 +386,18 @@ def _overview(runs: list[PaperRun]) -> str:
             ctl = _MARK.get(v.control.verdict, "") if v.control is not None else ""
             tip = f"{v.claim}: {_shown(v)}" + (f"; control {v.control.verdict}" if v.control else "")
             cls = "c h" if v.claim in run.headline else "c"
-            cells.append(f"<a class='{cls}' href='#{e(run.slug)}' title='{e(tip)}' "
+            cells.append(f"<a class='{cls}' href='#{e(run.slug)}-forest' title='{e(tip)}' "
                          f"style='background:{_CELL[v.status]}'>{e(ctl)}</a>")
-        small = "".join(
-            f"<a class='c s' href='#{e(run.slug)}' title='{e(v.claim)} ({v.kind}): {e(_shown(v))}' "
-            f"style='background:{_CELL[v.status]}'></a>" for v in run.verdicts if v.kind != "claim")
+        small = {kind: "".join(
+            f"<a class='c s' href='#{e(run.slug)}-forest' title='{e(v.claim)} ({v.kind}): {e(_shown(v))}' "
+            f"style='background:{_CELL[v.status]}'></a>" for v in run.of_kind(kind)) for kind in ("finding", "check")}
         if run.judge_error:
             cells = ["<span class='err'>judge failed</span>"]
+        if not run.verdicts and not run.judge_error:
+            cells = ["<span class='rule'>no finished units</span>"]
         rows.append(f"<tr><td><a href='#{e(run.slug)}'>{e(run.slug)}</a></td><td>{''.join(cells)}</td>"
-                    f"<td>{e(status or 'not named')}</td><td>{small}</td></tr>")
+                    f"<td>{e(status or ('not named' if run.verdicts else ''))}</td>"
+                    f"<td>{small['finding']}</td><td>{small['check']}</td></tr>")
     legend = ("<span class='c' style='background:#2da44e'></span> reproduced and survives its control "
               "<span class='c' style='background:#cf222e'></span> not reproduced "
               "<span class='c' style='background:#d4a72c'></span> inconclusive "
@@ -404,7 +407,7 @@ def _overview(runs: list[PaperRun]) -> str:
               "letter: the control's verdict (R reproduced, N not reproduced, ? inconclusive); "
               "<span class='c h' style='background:#fff'></span> tests the headline")
     return ("<h2>Overview</h2><table class='ov'><tr><th>paper</th><th>claims of the paper</th>"
-            "<th>headline</th><th>findings and checks</th></tr>" + "".join(rows)
+            "<th>headline</th><th>our findings</th><th>checks (not counted)</th></tr>" + "".join(rows)
             + f"</table><p class='rule'>{legend}</p>")
 
 
@@ -416,7 +419,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'><title>optzoo reproduction report</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;"
         "color:#1f2328}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-        "padding:4px 8px;vertical-align:top;font-size:13px}th{background:#f4f4f4}img{max-width:100%;"
+        "padding:4px 8px;vertical-align:top;font-size:13px;overflow-wrap:anywhere}th{background:#f4f4f4}img{max-width:100%;"
         "margin:1em 0}pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}"
         ".v{font-weight:bold}ul.s li{margin:.2em 0}.rule{color:#57606a;font-size:13px}"
         ".c{display:inline-block;width:22px;height:22px;margin:1px;border:1px solid #999;color:#fff;"
@@ -449,7 +452,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         parts.append(f"<p>{e(paper_summary(run))}</p>")
         figs = [Path(f) for f in run.figures]
         for fig in figs[:1]:
-            parts.append(_img(fig))
+            parts.append(_img(fig, f"{run.slug}-forest"))
         for kind, title in (("claim", "Claims"), ("finding", "Our findings"), ("check", "Checks (not counted)")):
             vs = run.of_kind(kind)
             if not vs:
@@ -480,11 +483,12 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
     return path
 
 
-def _img(fig: Path) -> str:
+def _img(fig: Path, anchor: str = "") -> str:
+    ident = f" id='{html.escape(anchor)}'" if anchor else ""
     if not fig.exists():
-        return f"<p>(figure {html.escape(fig.name)} missing)</p>"
+        return f"<p{ident}>(figure {html.escape(fig.name)} missing)</p>"
     data = base64.b64encode(fig.read_bytes()).decode()
-    return f"<img alt='{html.escape(fig.stem)}' src='data:image/png;base64,{data}'>"
+    return f"<img{ident} alt='{html.escape(fig.stem)}' src='data:image/png;base64,{data}'>"
 
 
 def console_table(runs: list[PaperRun], console) -> None:
