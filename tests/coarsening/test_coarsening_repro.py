@@ -70,8 +70,12 @@ def test_restart_control_runs_fgc_at_the_updates_budget():
     cfg = dataclasses.replace(repro.SCALES["smoke"], scale_fgc=(2, 2), scale=(
         ("sbm-growth", "sbm", 600, 40, 1, "digc", 12),))
     recs = repro._scale_stream(cfg, cfg.scale[0], 0, repro_progress(), {})
-    nit = _vals(recs, "iterations", "incremental")[("sbm-growth", "step1")]
+    key = ("sbm-growth", "step1")
+    nit = _vals(recs, "iterations", "incremental")[key]
     assert nit >= 1
+    # the same FGC (start, weights, inner steps) as the "fgc" arm; only the rounds differ
+    assert _vals(recs, "iterations", "fgc")[key] == 2 * 2
+    assert _vals(recs, "iterations", "restart")[key] == -(-nit // 2) * 2
     assert {r.arm for r in recs if r.metric == "cpu_time"} == {"incremental", "fgc", "restart"}
 
 

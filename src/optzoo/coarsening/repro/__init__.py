@@ -447,6 +447,8 @@ def _scale_stream(cfg: Config, spec: tuple, seed: int, progress, cache: dict) ->
             out += [Record(name, arm, inst, "cpu_time", max(tm, 1e-6)), Record(name, arm, inst, "peak_mib", mm)]
         p_t = int(dc.state.node_ids.size)
         out += [Record(name, "incremental", inst, "iterations", nit),
+                Record(name, "fgc", inst, "iterations", n_o * n_i),
+                Record(name, "restart", inst, "iterations", r_o * n_i),
                 Record(name, "incremental", inst, "nodes", p_t),
                 Record(name, "incremental", inst, "survivors", p_t - len(ev.add_nodes)),
                 Record(name, "incremental", inst, "k", k_t)]
