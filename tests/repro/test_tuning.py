@@ -186,3 +186,13 @@ def test_tuning_table_flags():
     one = select((0.1,), lambda lr, s: lr, stream="t", arm="a", knob="lr").to_records()
     assert "one-point grid" in render_markdown(tuning_table([one]))
     assert render_markdown([]) == "No tuned knobs.\n"
+
+
+def test_edge_of_a_joint_grid_is_per_coordinate():
+    grid = ((0.1, 0.0), (0.1, 0.9), (1.0, 0.5), (10.0, 0.5), (1.0, 0.9))
+    inner = select(grid, np.array([1.0, 1.0, 0.0, 1.0, 1.0]), stream="t", arm="a", knob="(lr, beta)")
+    assert inner.value == (1.0, 0.5) and not inner.at_edge
+    with pytest.warns(GridEdgeWarning):  # last in order but lr = 1 is inside; beta = 0.9 is its largest
+        assert select(grid, np.array([1.0, 1.0, 1.0, 1.0, 0.0]), stream="t", arm="a", knob="k").at_edge
+    labelled = (("sgd", 0.1), ("sgd", 1.0), ("sgd", 10.0))
+    assert not select(labelled, np.array([1.0, 0.0, 1.0]), stream="t", arm="a", knob="k").at_edge

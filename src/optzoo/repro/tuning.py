@@ -53,6 +53,7 @@ __all__ = ["PART", "Choice", "GridEdgeWarning", "TuningFallbackWarning", "choice
 PART = "tuning"
 _DIRECTIONS = ("min", "max")
 _TIES = ("first", "last", "smaller", "larger")
+_AGGREGATES = ("mean", "median", "max", "min")
 _OWNER = "select"
 
 
@@ -143,8 +144,19 @@ class Choice:
 
     @property
     def at_edge(self) -> bool:
-        """The chosen value is the grid's first or last point (grids of two or more points)."""
-        return len(self.grid) >= 2 and self.index in (0, len(self.grid) - 1)
+        """The chosen value is the grid's first or last point (grids of two or more points).
+        For a grid of tuples (several knobs tuned jointly) it is at an edge when any numeric
+        coordinate that varies over the grid is at that coordinate's smallest or largest value."""
+        if len(self.grid) < 2:
+            return False
+        v = self.value
+        if isinstance(v, tuple) and all(isinstance(g, tuple) and len(g) == len(v) for g in self.grid):
+            for k, x in enumerate(v):
+                col = [g[k] for g in self.grid]
+                if all(_is_number(c) for c in col) and len(set(col)) > 1 and x in (min(col), max(col)):
+                    return True
+            return False
+        return self.index in (0, len(self.grid) - 1)
 
     @property
     def key(self) -> str:
@@ -201,9 +213,10 @@ def _aggregate(table: np.ndarray, how: str | Callable) -> np.ndarray:
         return np.asarray([float(how(row)) for row in table], dtype=float)
     if how == "mean":
         return np.asarray([float(np.mean(row)) for row in table], dtype=float)
-    if how == "median":
-        return np.asarray([float(np.median(row)) for row in table], dtype=float)
-    fail("aggregate", _OWNER, "'mean', 'median' or a callable", how)
+    if how in _AGGREGATES:
+        f = getattr(np, how)
+        return np.asarray([float(f(row)) for row in table], dtype=float)
+    fail("aggregate", _OWNER, "'mean', 'median', 'max', 'min' or a callable", how)
 
 
 def _pick(grid: tuple, agg: np.ndarray, direction: str, tie_break: str) -> int:
@@ -230,8 +243,8 @@ def select(grid: Sequence, score: Callable[[Any, Any], float] | Sequence | np.nd
     point (outer loop, in grid order) and every seed (inner loop, in ``seeds`` order; with no
     seeds, once per point with ``seed=None``), or the scores a room computed in one batch: an
     array of shape ``(len(grid),)`` (already aggregated) or ``(len(grid), len(seeds))``.
-    Scores are aggregated per grid point (``aggregate``: ``"mean"``, ``"median"`` or a callable
-    of one row); the best by ``direction`` (``"min"`` / ``"max"``) wins, non-finite scores lose,
+    Scores are aggregated per grid point (``aggregate``: ``"mean"``, ``"median"``, ``"max"``,
+    ``"min"`` (a worst case over the seeds) or a callable of one row); the best by ``direction`` (``"min"`` / ``"max"``) wins, non-finite scores lose,
     exact ties go by ``tie_break`` (``"first"`` / ``"last"`` in grid order, ``"smaller"`` /
     ``"larger"`` value). When every point is non-finite: ``if_all_nonfinite="raise"`` raises,
     ``"first"`` chooses ``grid[0]`` (flagged). A choice at a grid end warns
@@ -248,6 +261,8 @@ def select(grid: Sequence, score: Callable[[Any, Any], float] | Sequence | np.nd
         fail("direction", _OWNER, "'min' or 'max'", direction)
     if tie_break not in _TIES:
         fail("tie_break", _OWNER, "one of 'first', 'last', 'smaller', 'larger'", tie_break)
+    if not callable(aggregate) and aggregate not in _AGGREGATES:
+        fail("aggregate", _OWNER, "'mean', 'median', 'max', 'min' or a callable", aggregate)
     if if_all_nonfinite not in ("raise", "first"):
         fail("if_all_nonfinite", _OWNER, "'raise' or 'first'", if_all_nonfinite)
     for name, v in (("stream", stream), ("arm", arm), ("knob", knob), ("context", context)):
