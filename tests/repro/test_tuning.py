@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import warnings
 
 import numpy as np
@@ -135,6 +136,10 @@ def test_record_round_trip_and_evidence_isolation():
     assert back[0] == a  # b has a NaN score (NaN != NaN): compare its JSON form
     assert json.dumps(back[1].to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
     assert back[1].value == (1e-1, 0.5) and back[1].scores[2] != back[1].scores[2]  # NaN kept
+    # non-finite scores stay out of the records' values (valid JSON), counted, and kept in the choice
+    assert all(math.isfinite(r.value) for r in recs)
+    assert [r.value for r in recs if r.metric == "tuning_nonfinite"] == [0, 1]
+    json.dumps([dataclasses.asdict(r) for r in recs], allow_nan=False)
     chosen = [r for r in recs if r.metric == "tuning_chosen"]
     assert chosen[0].value == 0.1 and chosen[1].value == 1 and chosen[1].x == 1
     # a claim reading the room's own metric never sees a tuning record

@@ -34,6 +34,7 @@ budgets can be checked at a glance; :func:`render_markdown` prints it.
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -185,7 +186,9 @@ class Choice:
         no claim's evidence, which selects by arm and metric, can read them by accident):
         instance ``key``; ``"tuning_chosen"`` (value: the chosen value if the grid is numbers,
         else its grid index; x: its grid index), ``"tuning_score"`` per grid point (x: the grid
-        point if a number, else its index), ``"tuning_budget"`` (score evaluations),
+        point if a number, else its index; finite scores only, so that the records stay valid
+        JSON), ``"tuning_nonfinite"`` (how many grid points diverged), ``"tuning_budget"`` (score
+        evaluations),
         ``"tuning_eval_budget"`` when stated, ``"tuning_at_edge"`` (0/1), and one
         ``"tuning_choice"`` record whose instance is the whole choice as JSON (what
         :func:`choices_from_records` reads back)."""
@@ -193,7 +196,9 @@ class Choice:
         numeric = all(_is_number(g) for g in self.grid)
         out = [Record(PART, self.arm, self.key, "tuning_chosen", self.value if numeric else i, x=i)]
         out += [Record(PART, self.arm, self.key, "tuning_score", s, x=g if numeric else j)
-                for j, (g, s) in enumerate(zip(self.grid, self.scores, strict=True))]
+                for j, (g, s) in enumerate(zip(self.grid, self.scores, strict=True)) if math.isfinite(s)]
+        out.append(Record(PART, self.arm, self.key, "tuning_nonfinite",
+                          sum(not math.isfinite(s) for s in self.scores)))
         out.append(Record(PART, self.arm, self.key, "tuning_budget", self.evaluations))
         if self.eval_budget is not None:
             out.append(Record(PART, self.arm, self.key, "tuning_eval_budget", self.eval_budget))
