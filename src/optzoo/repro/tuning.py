@@ -414,7 +414,7 @@ def render_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     grid of one point and an all-diverged fallback are flagged in the last column."""
     if not rows:
         return "No tuned knobs.\n"
-    head = ("| context | arm | knob | grid | tuning seeds | budget / unit | chosen (units) | flags |\n"
+    head = ("| context | arm | knob | grid | tuning seeds, stream | budget / unit | chosen (units) | flags |\n"
             "|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in rows:
@@ -430,7 +430,7 @@ def render_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
         if r["frozen"]:
             flags.append("frozen: " + ", ".join(r["frozen"]))
         grid = r["grid"] if isinstance(r["grid"], str) else "{" + ", ".join(r["grid"]) + "}"
-        seeds = ", ".join(map(str, r["tuning_seeds"])) or "-"
+        seeds = (", ".join(map(str, r["tuning_seeds"])) or "the unit's own") + " on " + "/".join(r["stream"])
         chosen = ", ".join(f"{k} ({n})" for k, n in r["chosen"].items())
         lines.append(f"| {r['context'] or '-'} | {r['arm']} | {r['knob']} | {grid} | {seeds} | "
                      f"{r['budget']} | {chosen} | {'; '.join(flags) or '-'} |")

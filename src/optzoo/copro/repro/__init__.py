@@ -302,7 +302,8 @@ def _frozen_choice(cfg, part, arm, lr):
     grid = tuple(cfg.lr_grid_b if part == TASK_B else cfg.lr_grid)
     if sc is None or tuple(sc) != grid:
         return None
-    iters = max(cfg.task_b.iters // 2, 1) if part == TASK_B else cfg.tune_iters
+    made = SCALES["quick"]  # the table was tuned at quick's tuning size (tuning.py)
+    iters = max(made.task_b.iters // 2, 1) if part == TASK_B else made.tune_iters
     ch = select(grid, [sc[k] for k in grid], stream="tune", seeds=SEEDS, direction="max", tie_break="smaller",
                 arm=arm, knob="lr", context=part, eval_budget=iters, budget_unit="iterations", warn=False)
     return _replace(ch, frozen="_tuned_quick.py") if ch.value == lr else None
