@@ -212,3 +212,20 @@ def test_tuning_choice_is_accuracy_then_margin():
             row(0, 1e-1, 0.25, 9.0), row(1, 1e-1, 0.25, 9.0)]  # largest margin, lower accuracy
     lr, acc, margin = choose(rows)["ctkv"]
     assert (lr, acc, margin) == (3e-2, 0.5, 5.0)
+
+
+def test_frozen_rates_are_the_choices_in_docs_tuning():
+    # quick's (and full's) rates are the Choices frozen in docs/tuning, and the rule re-derives them
+    import json
+
+    from optzoo.context_tuning.repro.tuning import FROZEN, choices, frozen_choices
+
+    doc = json.loads(FROZEN.read_text())
+    again = choices(doc["rows"], grid=tuple(doc["grid"]), seeds=tuple(doc["seeds"]), steps=doc["steps"])
+    assert {c.arm: c.value for c in again} == doc["chosen"]
+    for scale in ("quick", "full"):
+        cfg = repro.SCALES[scale]
+        got = {c.arm: c.value for c in frozen_choices(cfg)}
+        assert got == {m: lr for m, lr in cfg.lrs if lr is not None and m in cfg.methods}
+        assert not any(c.at_edge for c in frozen_choices(cfg))
+    assert frozen_choices(repro.SCALES["smoke"]) == []

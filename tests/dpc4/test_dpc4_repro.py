@@ -59,13 +59,21 @@ def test_smoke_reproduction(per_seed, tmp_path):
 
 def test_arms_share_batches_and_differ_only_in_the_mechanism(per_seed):
     # the controls run on the same cells and instances as DP-C4 (same parts, same metrics)
+    from optzoo.repro.tuning import choices_from_records
+
     def key(seed, arm, task_a_only=False):
-        return {(r.part, r.instance, r.metric) for r in seed
-                if r.arm == arm and (not task_a_only or "@eps=" in r.part or r.metric == "noise_var_all")}
+        return {(r.part, r.instance, r.metric) for r in seed if r.arm == arm and r.part != "tuning"
+                and (not task_a_only or "@eps=" in r.part or r.metric == "noise_var_all")}
+
+    def budgets(seed, arm):  # every arm tuned on the same grids, replicates and steps
+        return {(c.context, c.knob, c.grid, c.seeds, c.evaluations, c.eval_budget)
+                for c in choices_from_records(seed) if c.arm == arm}
 
     for seed in per_seed:
         assert key(seed, "dpc4_noshift") == key(seed, "dpc4")
         assert key(seed, "dpc4_const") == key(seed, "dpc4", task_a_only=True)
+        assert budgets(seed, "dpc4_noshift") == budgets(seed, "dpc4")
+        assert budgets(seed, "dpc4_const") == {b for b in budgets(seed, "dpc4") if "@eps=" in b[0]}
     assert LINEAR_ARMS["dpc4_noshift"] == ("decay", 0.5) and LINEAR_ARMS["dpc4_const"] == ("dpc4", 0.0)
 
 

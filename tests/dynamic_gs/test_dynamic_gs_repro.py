@@ -208,3 +208,22 @@ def test_a_claim_the_control_also_reproduces_cannot_fail():
     by = {v.claim: v for v in judge_claims(repro.CLAIMS, world, scale="quick")}
     assert by["heldout_psnr"].verdict == "reproduced" and by["heldout_psnr"].status == "cannot fail"
     assert headline_status(list(by.values()), repro.HEADLINE) == "undecided"
+
+
+def test_frozen_multipliers_are_the_choices_in_docs_tuning():
+    # every multiplier of TUNED / TUNED_ALLFRAMES is a Choice frozen in docs/tuning, re-derived
+    # from the committed scores by the tuning rule
+    import json
+
+    from optzoo.dynamic_gs import repro as R
+    from optzoo.repro.tuning import load_choices
+
+    for path, table, key, seeds in ((R.FROZEN[0], R.TUNED, "scores", "tuning_seeds"),
+                                    (R.FROZEN[1], R.TUNED_ALLFRAMES, "val_psnr", "seeds")):
+        frozen = {(c.arm, c.context): c.value for c in load_choices(path)}
+        assert all(frozen[k] == v for k, v in table.items())
+        doc = json.loads(path.read_text())
+        again = R.choices_from_scores(doc[key], doc["grid"], doc[seeds], eval_budget=480)
+        assert {(c.arm, c.context): c.value for c in again} == frozen
+    assert {(c.arm, c.context) for c in R.frozen_choices(R.SCALES["quick"])} == {
+        (a, m) for m, _ in R.SCALES["quick"].motions for a in R.SCALES["quick"].arms}

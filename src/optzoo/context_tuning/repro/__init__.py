@@ -210,6 +210,10 @@ def run(config: Config, seed: int, progress) -> list[Record]:
             recs.append(Record("", m, f"k{k}", "tokens", tok, x=k, exact=True))
         recs.append(Record("", m, "max_k", "tokens_at_max_k", timing[m]["tokens"][-1], x=timing["ks"][-1],
                            exact=True))
+    from optzoo.context_tuning.repro.tuning import frozen_choices
+
+    for choice in frozen_choices(config):  # the rates this config runs, frozen in docs/tuning
+        recs += choice.to_records()
     return recs
 
 

@@ -19,10 +19,11 @@ import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GRID", "TUNE_SEEDS", "choose", "tune"]
+__all__ = ["GRID", "TUNE_SEEDS", "choices", "choose", "frozen_choices", "tune"]
 
 #: One grid for every method (ratio about 3): the paper's 1e-3 is for 200 steps, and random
 #: soft prompts (PEFT prompt / prefix tuning) usually want larger rates than demonstration inits.
@@ -60,18 +61,54 @@ def tune(scale: str, *, seeds=TUNE_SEEDS, grid=GRID, jobs: int = 1, done=(), met
         return rows + list(ex.map(_one, todo))
 
 
-def choose(rows: list[dict]) -> dict:
-    """{method: (rate, mean tuning accuracy, mean margin)}: best accuracy, then best margin."""
+def choices(rows: list[dict], *, grid=GRID, seeds=TUNE_SEEDS, steps: int | None = None) -> list:
+    """Per method, its rate as a :class:`~optzoo.repro.tuning.Choice` (one protocol for every
+    room, :func:`optzoo.repro.tuning.select`): the best mean tuning accuracy, then the best mean
+    label margin (lexicographic: the score handed to ``select`` is the rank of (accuracy,
+    margin), both kept in ``meta``), ties to the first rate in grid order."""
+    from optzoo.repro.tuning import select
+
     table: dict = {}
     for r in rows:
         for m, v in r["mean"].items():
             table.setdefault(m, {}).setdefault(r["lr"], []).append((v["acc"], v["margin"]))
-    best = {}
+    out = []
     for m, by_lr in table.items():
-        scores = {lr: tuple(np.mean(np.array(v), axis=0)) for lr, v in by_lr.items()}
-        lr = max(scores, key=lambda x: scores[x])
-        best[m] = (lr, float(scores[lr][0]), float(scores[lr][1]))
-    return best
+        pts = [lr for lr in grid if lr in by_lr] + [lr for lr in by_lr if lr not in grid]
+        means = [tuple(float(x) for x in np.mean(np.array(by_lr[lr]), axis=0)) for lr in pts]
+        order = sorted(set(means))
+        out.append(select(pts, np.asarray([order.index(s) for s in means], dtype=float), stream="tune split",
+                          seeds=tuple(seeds), direction="max", arm=m, knob="lr", eval_budget=steps,
+                          budget_unit="steps" if steps is not None else "", warn=False,
+                          meta={"score": "rank of (mean tuning accuracy, mean label margin)",
+                                "acc": [a for a, _ in means], "margin": [g for _, g in means]}))
+    return out
+
+
+def choose(rows: list[dict]) -> dict:
+    """{method: (rate, mean tuning accuracy, mean margin)}: best accuracy, then best margin
+    (:func:`choices`)."""
+    return {c.arm: (c.value, c.meta["acc"][c.index], c.meta["margin"][c.index]) for c in choices(rows)}
+
+
+#: the frozen choices of the scales that run tuned rates (docs/tuning/, next to the package's
+#: source tree; absent from an installed wheel, where no frozen choice is recorded)
+FROZEN = Path(__file__).resolve().parents[4] / "docs" / "tuning" / "context_tuning_quick.json"
+
+
+def frozen_choices(config, path=FROZEN) -> list:
+    """The frozen choices that ``config`` runs: those of ``path`` made at its family, k and steps
+    whose rate is the one ``config.lrs`` gives the arm (none if the file is absent)."""
+    from optzoo.repro.tuning import load_choices
+
+    path = Path(path)
+    if not path.exists():
+        return []
+    doc = json.loads(path.read_text())
+    if (doc.get("family", "cat2"), doc.get("k"), doc.get("steps")) != (config.family, config.k, config.steps):
+        return []
+    lrs = dict(config.lrs)
+    return [c for c in load_choices(path) if c.arm in config.methods and lrs.get(c.arm) == c.value]
 
 
 def main(argv=None) -> None:
@@ -82,6 +119,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     from optzoo.context_tuning.repro import SCALES
+    from optzoo.repro.tuning import save_choices
 
     family = SCALES[a.scale].family
     methods = tuple(a.methods.split(",")) if a.methods else None
@@ -97,6 +135,7 @@ def main(argv=None) -> None:
         json.dump({"scale": a.scale, "family": family, "k": SCALES[a.scale].k, "steps": SCALES[a.scale].steps,
                    "grid": list(GRID), "seeds": list(TUNE_SEEDS), "rows": rows,
                    "chosen": {m: v[0] for m, v in best.items()}}, f, indent=1)
+    save_choices(a.out, choices(rows, steps=SCALES[a.scale].steps))
     for m, (lr, acc, margin) in best.items():
         print(f"{m:12s} lr {lr:g}  tune accuracy {acc:.3f}  margin {margin:.3f}")
 

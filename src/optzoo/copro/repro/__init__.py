@@ -286,16 +286,45 @@ def _pretuned(cfg, part, arm):
     raise ValueError(f"no tuned learning rate for arm {arm!r} on {part!r} in the config's 'tuned' table")
 
 
+def _frozen_choice(cfg, part, arm, lr):
+    """The rate of (part, arm) frozen in ``_tuned_quick.py`` as a :class:`~optzoo.repro.tuning.Choice`
+    (every grid point's score per tuning seed, the rule of ``tuning.py``), when ``cfg`` runs that
+    grid and that rate; None otherwise (a config with a table of its own)."""
+    from dataclasses import replace as _replace
+
+    from optzoo.repro.tuning import select
+
+    try:
+        from optzoo.copro.repro._tuned_quick import SCORES, SEEDS
+    except ImportError:
+        return None
+    sc = SCORES.get(part, {}).get(arm)
+    grid = tuple(cfg.lr_grid_b if part == TASK_B else cfg.lr_grid)
+    if sc is None or tuple(sc) != grid:
+        return None
+    made = SCALES["quick"]  # the table was tuned at quick's tuning size (tuning.py)
+    iters = max(made.task_b.iters // 2, 1) if part == TASK_B else made.tune_iters
+    ch = select(grid, [sc[k] for k in grid], stream="tune", seeds=SEEDS, direction="max", tie_break="smaller",
+                arm=arm, knob="lr", context=part, eval_budget=iters, budget_unit="iterations", warn=False)
+    return _replace(ch, frozen="_tuned_quick.py") if ch.value == lr else None
+
+
 def _tune(arm, regime, cfg, seed):
-    """Pick the arm's learning rate on the tuning stream (never the evaluation stream)."""
+    """Pick the arm's learning rate on the tuning stream (never the evaluation stream): the
+    highest HV, ties to the smaller rate (:func:`optzoo.repro.tuning.select`). Returns the rate,
+    the score of every grid point and the choice (None when nothing was tuned)."""
+    from optzoo.repro.tuning import select
+
     if cfg.tuned is not None:
-        return _pretuned(cfg, regime, arm), {}
+        lr = _pretuned(cfg, regime, arm)
+        return lr, {}, _frozen_choice(cfg, regime, arm, lr)
     if len(cfg.lr_grid) == 1 or cfg.tune_iters == 0:
-        return float(cfg.lr_grid[0]), {}
+        return float(cfg.lr_grid[0]), {}, None
     tcfg = replace(cfg, iters=cfg.tune_iters, n_specs=cfg.tune_n_specs or cfg.n_specs)
-    scores = {lr: train_arm(arm, regime, tcfg, seed, lr=lr, stream="tune")["hv"] for lr in cfg.lr_grid}
-    best = max(scores, key=lambda k: (scores[k], -k))
-    return float(best), scores
+    choice = select(cfg.lr_grid, lambda lr, _s: train_arm(arm, regime, tcfg, seed, lr=lr, stream="tune")["hv"],
+                    stream="tune", direction="max", tie_break="smaller", arm=arm, knob="lr", context=regime,
+                    eval_budget=cfg.tune_iters, budget_unit="iterations")
+    return float(choice.value), dict(zip(cfg.lr_grid, choice.scores, strict=True)), choice
 
 
 def _arm_records(part, arm, r, lr, scores, grid, every) -> list[Record]:
@@ -327,19 +356,25 @@ def _run_task_b(cfg, seed, progress, n_tune) -> list[Record]:
     for every arm), then trained on the evaluation stream; random search at equal evaluations."""
     tb = cfg.task_b
     held = heldout_queries(tb, seed)
+    from optzoo.repro.tuning import select
+
     grid = tuple(cfg.lr_grid_b)
     out = []
     for arm in cfg.arms:
-        scores = {}
-        if cfg.tuned is not None:
-            scores = {}
-        elif n_tune:
-            tcfg = replace(tb, iters=max(tb.iters // 2, 1))
-            scores = {lr: train_arm_b(arm, tcfg, seed, lr=lr, stream="tune")["hv"] for lr in grid}
+        scores, choice = {}, None
         if cfg.tuned is not None:
             lr = _pretuned(cfg, TASK_B, arm)
+            choice = _frozen_choice(cfg, TASK_B, arm, lr)
+        elif n_tune:  # the highest HV, ties to the smaller rate
+            tcfg = replace(tb, iters=max(tb.iters // 2, 1))
+            choice = select(grid, lambda lr, _s, arm=arm, tcfg=tcfg: train_arm_b(arm, tcfg, seed, lr=lr,
+                                                                                 stream="tune")["hv"],
+                            stream="tune", direction="max", tie_break="smaller", arm=arm, knob="lr",
+                            context=TASK_B, eval_budget=tcfg.iters, budget_unit="iterations")
+            scores, lr = dict(zip(grid, choice.scores, strict=True)), choice.value
         else:
-            lr = max(scores, key=lambda k: (scores[k], -k)) if scores else float(grid[0])
+            lr = float(grid[0])
+        out += choice.to_records() if choice is not None else []
         progress.advance(n_tune)
         r = train_arm_b(arm, tb, seed, lr=lr, eval_queries=held, record="trace")
         out += _arm_records(TASK_B, arm, r, float(lr), scores,
@@ -363,7 +398,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
         held = sample_specs(REGIMES[regime][0], cfg.eval_specs, np_rng(seed, "copro", "eval", regime, "heldout"))
         res = {}
         for arm in arms:
-            lr, scores = _tune(arm, regime, cfg, seed)
+            lr, scores, choice = _tune(arm, regime, cfg, seed)
+            out += choice.to_records() if choice is not None else []
             progress.advance(n_tune)
             res[arm] = (train_arm(arm, regime, cfg, seed, lr=lr, eval_specs=held,
                                   record="front" if arm in ("copro", "grpo") else "trace",

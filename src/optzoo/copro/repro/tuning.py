@@ -26,6 +26,7 @@ TUNING_SEEDS = (90000, 90001)
 def tune(cfg, seeds=TUNING_SEEDS, log=print) -> dict:
     from optzoo.copro.repro.opamp_task import train_arm
     from optzoo.copro.repro.toolworld import train_arm_b
+    from optzoo.repro.tuning import select
 
     scores: dict = {}
     tcfg = replace(cfg, iters=cfg.tune_iters, n_specs=cfg.tune_n_specs or cfg.n_specs)
@@ -42,7 +43,11 @@ def tune(cfg, seeds=TUNING_SEEDS, log=print) -> dict:
                 hv = [train_arm_b(arm, tb, s, lr=lr, stream="tune")["hv"] for s in seeds]
                 scores.setdefault("task_b", {}).setdefault(arm, {})[lr] = [float(h) for h in hv]
             log("task_b", arm, {k: round(float(np.mean(v)), 4) for k, v in scores["task_b"][arm].items()})
-    tuned = {part: {arm: float(max(sc, key=lambda k: (np.mean(sc[k]), -k))) for arm, sc in row.items()}
+    # the highest mean HV over the tuning seeds, ties to the smaller rate (repro.tuning.select;
+    # the same rule as a unit's own tuning)
+    tuned = {part: {arm: float(select(tuple(sc), [sc[k] for k in sc], stream="tune", seeds=tuple(seeds),
+                                      direction="max", tie_break="smaller", arm=arm, knob="lr",
+                                      context=part).value) for arm, sc in row.items()}
              for part, row in scores.items()}
     return {"seeds": list(seeds), "tuned": tuned, "scores": scores}
 

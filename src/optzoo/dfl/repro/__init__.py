@@ -276,6 +276,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
                      Record(part, m, "", "lr_edge", float(len(cfg.lrs) > 1 and v["lr"] in (lo, hi)))]
             if m in SOLVER_FREE:
                 recs.append(Record("", "solver_free", f"{part} {m}", "zero_loop_calls", float(calls == 0)))
+        for choice in r.get("choices", ()):
+            recs += choice.to_records()
         if "spo" in regs and "pfyl" in regs:
             recs.append(Record(part, "sota_best", "", "test_regret", min(regs["spo"], regs["pfyl"])))
     for p in timed:

@@ -194,22 +194,36 @@ def run_problem(problem: str, deg: int, cfg, seed: int, progress, *,
     state = _init_state(p, d, derive_seed(seed, "init", problem, deg))
     out = {"problem": problem, "deg": deg, "n_fit": len(fit), "n_val": len(val),
            "n_test": len(test), "precompute_calls": pre_calls, "methods": {}}
+    from optzoo.repro.tuning import select
+
     for method in cfg.methods:
         taus = cfg.taus if method == "B" else (None,)
-        best, t_method = None, time.process_time()
-        for lr in cfg.lrs:
-            for tau in taus:
-                model = nn.Linear(p, d)
-                model.load_state_dict(state)
-                loss = _loss(method, oracle, fit, tau=tau, pfyl_samples=cfg.pfyl_samples, seed=seed)
-                res = train_predictor(model, loss, fit, optmodel=oracle, epochs=cfg.epochs, lr=lr,
-                                      batch_size=cfg.batch_size, seed=derive_seed(seed, "batches") % 2 ** 31,
-                                      test_data=val, solver_free=method in SOLVER_FREE)
-                vreg = res.fun if math.isfinite(res.fun) else float("inf")
-                if best is None or vreg < best[0]:
-                    best = (vreg, lr, tau, res)
-                progress.advance()
-        vreg, lr, tau, res = best
+        t_method = time.process_time()
+        # the grid in its old order (lr outer, tau inner); a one-value tau is fixed, not tuned
+        points = [(lr, tau) for lr in cfg.lrs for tau in taus]
+        joint = len(taus) > 1
+        fitted = {}
+
+        def score(point, _seed, method=method, fitted=fitted, joint=joint, taus=taus):
+            lr, tau = point if joint else (point, taus[0])
+            model = nn.Linear(p, d)
+            model.load_state_dict(state)
+            loss = _loss(method, oracle, fit, tau=tau, pfyl_samples=cfg.pfyl_samples, seed=seed)
+            res = train_predictor(model, loss, fit, optmodel=oracle, epochs=cfg.epochs, lr=lr,
+                                  batch_size=cfg.batch_size, seed=derive_seed(seed, "batches") % 2 ** 31,
+                                  test_data=val, solver_free=method in SOLVER_FREE)
+            fitted[point] = res
+            progress.advance()
+            return res.fun
+
+        # the lowest validation regret (a non-finite one loses; ties and all non-finite: the first)
+        choice = select(points if joint else [lr for lr, _ in points], score, stream="validation", arm=method,
+                        knob="(lr, tau)" if joint else "lr", context=f"{problem} deg={deg}",
+                        if_all_nonfinite="first", eval_budget=cfg.epochs, budget_unit="epochs")
+        lr, tau = choice.value if joint else (choice.value, taus[0])
+        res = fitted[choice.value]
+        vreg = res.fun if math.isfinite(res.fun) else float("inf")
+        out.setdefault("choices", []).append(choice)
         from pyepo.metric import regret
         from torch.utils.data import DataLoader
 

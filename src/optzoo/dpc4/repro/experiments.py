@@ -103,9 +103,17 @@ def _grid(config):
     return lr_g.ravel(), c_g.ravel()
 
 
-def _select(tune_sub: np.ndarray) -> int:
-    """Index of the best tuning-stream configuration (a diverged run counts as +inf)."""
-    return int(np.argmin(np.where(np.isfinite(tune_sub), tune_sub, np.inf)))
+def _choose(grid, scores, *, arm: str, context: str, knob: str = "(lr, c)", reps: int = 0,
+            steps: int, direction: str = "min", stream: str = "tune"):
+    """The tuning choice (:func:`optzoo.repro.tuning.select`) with this room's rule: a non-finite
+    score (a diverged run) loses, ties go to the first point of the grid, and when every point
+    diverged the first is used. ``reps``: noise replicates averaged into a score."""
+    from optzoo.repro.tuning import select
+
+    return select([tuple(map(float, g)) if isinstance(g, tuple) else float(g) for g in grid],
+                  np.asarray(scores, dtype=float), stream=stream,
+                  seeds=tuple(f"rep{k}" for k in range(reps)), arm=arm, knob=knob, context=context,
+                  direction=direction, if_all_nonfinite="first", eval_budget=steps, budget_unit="steps")
 
 
 def _rep_mean(x: np.ndarray, k: int) -> np.ndarray:
@@ -155,7 +163,10 @@ def task_a(config, seed: int, progress) -> list[Record]:
                                  sample_rate=q, seed=seed_t)
             tune = _rep_mean((objective(prob, w) - prob.f_star).numpy(), K).reshape(E, G)
             progress.advance()
-            picks = [_select(tune[j]) for j in range(E)]
+            choices = [_choose(list(zip(lr_g, c_g, strict=True)), tune[j], arm=arm, context=f"{name}@eps={e}",
+                               reps=K, steps=config.steps) for j, e in enumerate(config.eps)]
+            picks = [ch.index for ch in choices]
+            recs += [r for ch in choices for r in ch.to_records()]
             lr_p = torch.as_tensor([lr_g[k] for k in picks], dtype=torch.float64)
             c_p = torch.as_tensor([c_g[k] for k in picks], dtype=torch.float64)
             # evaluation: the picked configuration, Ke noise replicates (shared Poisson batches)
@@ -224,7 +235,10 @@ def steps_sweep(config, seed: int, progress) -> list[Record]:
                                  sample_rate=q, seed=derive(seed, "sweep", T, "tune"))
             tune = _rep_mean((objective(prob, w) - prob.f_star).numpy(), K).reshape(2, G)
             progress.advance()
-            picks = [_select(tune[j]) for j in range(2)]
+            choices = [_choose(list(zip(lr_g, c_g, strict=True)), tune[j], arm=arm, context=f"T={T} {r}",
+                               reps=K, steps=T) for j, r in enumerate(regimes)]
+            picks = [ch.index for ch in choices]
+            recs += [r for ch in choices for r in ch.to_records()]
             w, _, _ = run_linear(prob, m, lr0=torch.as_tensor(np.repeat([lr_g[k] for k in picks], Ke)),
                                  c0=torch.as_tensor(np.repeat([c_g[k] for k in picks], Ke)),
                                  z=torch.as_tensor(np.repeat([z_e, z_fixed], Ke)), steps=T, gamma=gamma,
@@ -241,8 +255,9 @@ def steps_sweep(config, seed: int, progress) -> list[Record]:
             w, _, _ = run_linear(prob, "sgd", lr0=lr_s, c0=torch.ones_like(lr_s), z=torch.zeros_like(lr_s),
                                  steps=T, sample_rate=q, seed=derive(seed, "sweep", T, stream))
             subs[stream] = (objective(prob, w) - prob.f_star).numpy()
-        recs.append(Record(name, "sgd", f"T={T}", "excess_nonprivate", float(subs["eval"][_select(subs["tune"])]),
-                           x=T))
+        ch = _choose(config.grid_lr, subs["tune"], arm="sgd", knob="lr", context=f"T={T}", steps=T)
+        recs.append(Record(name, "sgd", f"T={T}", "excess_nonprivate", float(subs["eval"][ch.index]), x=T))
+        recs += ch.to_records()
         progress.advance()
     return recs
 
@@ -264,15 +279,19 @@ def task_b(config, seed: int, progress) -> list[Record]:
         part = f"eps={e}"
         eps_used = {}
         for arm in B_ARMS:
-            best = None
+            runs = []
             for lr in config.b_lr:
                 for c in config.b_c:
                     r = fns[arm](data, seed=seed, lr=lr, c=c, z=z, steps=config.b_steps, sample_rate=config.b_q,
                                  delta=config.delta)
                     r.update(lr=lr, c=c)
-                    if best is None or (math.isfinite(r["val_acc"]) and not r["val_acc"] <= best["val_acc"]):
-                        best = r  # the first strictly better one; a NaN run is never picked over a finite one
+                    runs.append(r)
                     progress.advance()
+            # the highest validation accuracy: ties to the first; a NaN run never beats a finite one
+            choice = _choose([(r["lr"], r["c"]) for r in runs], [r["val_acc"] for r in runs], arm=arm,
+                             context=part, steps=config.b_steps, direction="max", stream="validation")
+            best = runs[choice.index]
+            recs += choice.to_records()
             acc = finite(100.0 * best["test_acc"], arm=arm, where=f"Task B {part}")
             eps_used[arm] = best["epsilon"]
             recs += [Record(part, arm, "", "test_acc_pts", acc),

@@ -39,7 +39,8 @@ from optzoo.repro.claim import Claim
 from optzoo.repro.evidence import Control, Custom, Paired, Record, group, records_of
 from optzoo.repro.figures import new_figure, save_figure
 
-__all__ = ["CLAIMS", "HEADLINE", "MAX_THREADS", "SCALES", "TUNED", "Config", "figures", "notes", "run", "tune"]
+__all__ = ["CLAIMS", "FROZEN", "HEADLINE", "MAX_THREADS", "SCALES", "TUNED", "Config", "choices_from_scores",
+           "figures", "frozen_choices", "notes", "run", "tune"]
 
 #: one torch thread per unit (the runner honours it): the splatter's tensors are small (256 rows x
 #: 1024 pixels), so a second intra-op thread mostly spins, and under ``--jobs 1`` on two shared
@@ -108,6 +109,48 @@ TUNED_ALLFRAMES: dict[tuple[str, str], float] = {
 }
 
 
+#: the files the multipliers above were frozen from (their ``"choices"``: one
+#: :class:`~optzoo.repro.tuning.Choice` per (arm, motion); absent from an installed wheel)
+FROZEN = tuple(Path(__file__).resolve().parents[4] / "docs" / "tuning" / f
+               for f in ("dynamic_gs_quick.json", "dynamic_gs_allframes.json"))
+
+
+def choices_from_scores(scores: dict, grid, seeds, *, eval_budget=None) -> list:
+    """The choices of :func:`tune`'s rule from its scores (``"arm|motion|mult"`` -> validation
+    PSNR per tuning seed): the highest mean, ties to the first multiplier in grid order
+    (:func:`optzoo.repro.tuning.select`); context = the motion."""
+    from optzoo.repro.tuning import select
+
+    by: dict = {}
+    for key, v in scores.items():
+        a, motion, m = key.split("|")
+        by.setdefault((a, motion), {})[float(m)] = v
+    out = []
+    for (a, motion), sc in by.items():
+        g = tuple(m for m in map(float, grid) if m in sc)
+        out.append(select(g, np.asarray([sc[m] for m in g], dtype=float), stream="validation (tune seeds)",
+                          seeds=tuple(seeds), direction="max", arm=a, knob="lr_mult", context=motion,
+                          eval_budget=eval_budget, budget_unit="steps" if eval_budget else "", warn=False))
+    return out
+
+
+def frozen_choices(config) -> list:
+    """The frozen choice behind each (arm, motion) multiplier ``config`` runs (as :func:`_mult`
+    picks it: quick's tuning, then the all-frames one); an arm that runs another arm's
+    multiplier (not tuned itself) has none."""
+    from optzoo.repro.tuning import load_choices
+
+    files = [load_choices(f) for f in FROZEN if f.exists()]
+    out = []
+    for motion, _ in config.motions:
+        for arm in config.arms:
+            for table, chs in zip((TUNED, TUNED_ALLFRAMES), files, strict=False):
+                if (arm, motion) in table:
+                    out += [c for c in chs if (c.arm, c.context) == (arm, motion) and c.value == table[(arm, motion)]]
+                    break
+    return out
+
+
 def _mult(arm: str, motion: str) -> float:
     if (arm, motion) in TUNED:
         return TUNED[(arm, motion)]
@@ -155,14 +198,20 @@ def run(config: Config, seed: int, progress) -> list[Record]:
                                 protocol=protocol)
                 res.setdefault("lr_mult", mult)
                 out += _records(part, arm, res)
+    for choice in frozen_choices(config):  # the frozen tuning behind the multipliers run
+        out += choice.to_records()
     return out
 
 
 def tune(config: Config, seeds=(80000, 80001), motions=None, protocol: str = "even_odd",
-         scores_out=None) -> dict[tuple[str, str], float]:
+         scores_out=None, choices_out=None) -> dict[tuple[str, str], float]:
     """The lr multiplier of each (arm, motion) maximising mean validation PSNR on ``seeds``
-    (validation camera 6 at the frames the protocol tests); ``scores_out``, a dict, gets every
-    (arm, motion, multiplier)'s validation PSNRs per seed. A diverged run scores -1000."""
+    (validation camera 6 at the frames the protocol tests; ties to the first in grid order, by
+    :func:`optzoo.repro.tuning.select`); ``scores_out``, a dict, gets every (arm, motion,
+    multiplier)'s validation PSNRs per seed, ``choices_out``, a list, every
+    :class:`~optzoo.repro.tuning.Choice`. A diverged run scores -1000."""
+    from optzoo.repro.tuning import select
+
     best = {}
     for motion, amp in (config.motions if motions is None else motions):
         scores = {(a, m): [] for a in config.arms for m in config.grid}
@@ -178,7 +227,12 @@ def tune(config: Config, seeds=(80000, 80001), motions=None, protocol: str = "ev
         if scores_out is not None:
             scores_out.update({f"{a}|{motion}|{m:g}": [float(x) for x in v] for (a, m), v in scores.items()})
         for a in config.arms:
-            best[(a, motion)] = max(config.grid, key=lambda m, a=a: float(np.mean(scores[(a, m)])))
+            ch = select(config.grid, np.asarray([scores[(a, m)] for m in config.grid], dtype=float),
+                        stream="validation (tune seeds)", seeds=tuple(seeds), direction="max", arm=a,
+                        knob="lr_mult", context=motion, eval_budget=config.steps, budget_unit="steps")
+            best[(a, motion)] = ch.value
+            if choices_out is not None:
+                choices_out.append(ch)
     return best
 
 

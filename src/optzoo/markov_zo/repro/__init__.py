@@ -216,10 +216,26 @@ def _warn_nonfinite(arm, what, values):
                       "a non-finite error (status 'diverged').", RuntimeWarning, stacklevel=3)
 
 
+def _choose(grid, tune, cfg, *, arm, knob, context, budget, choices):
+    """The tuned point (:func:`optzoo.repro.tuning.select`): the lowest mean log error over the
+    tuning replicates at tau=1; a non-finite mean loses (a diverged copy makes it +inf), ties go
+    to the first point, and when every point diverged the first is used. Appends the choice to
+    ``choices`` when given."""
+    from optzoo.repro.tuning import select
+
+    ch = select(grid, tune, stream="tune replicates (tau=1)", seeds=tuple(f"rep{k}" for k in range(cfg.tune_reps)),
+                arm=arm, knob=knob, context=context, if_all_nonfinite="first", eval_budget=budget,
+                budget_unit="oracle calls")
+    if choices is not None:
+        choices.append(ch)
+    return ch
+
+
 def _bank(method, d, taus, cfg, rng, *, budget, tune_at=(-1,), checkpoints=(0.5, 1.0),
-          x0_norm=None, **kw):
+          x0_norm=None, arms=None, context="", choices=None, **kw):
     """Tune m on separate replicates at tau=1 for each checkpoint index in ``tune_at``; return
-    [(eval errors (tau, rep, checkpoint), m) per tune_at]. Diverged copies are inf."""
+    [(eval errors (tau, rep, checkpoint), m) per tune_at]. Diverged copies are inf. The choices
+    (one per ``tune_at``, arm ``arms[i]``, default ``method``) are appended to ``choices``."""
     taus = np.asarray(taus, dtype=float)
     G, T, R, Rt = len(cfg.grid), taus.size, cfg.reps, cfg.tune_reps
     tau_copy = np.concatenate([np.repeat(taus, R), np.ones(Rt)])
@@ -232,14 +248,16 @@ def _bank(method, d, taus, cfg, rng, *, budget, tune_at=(-1,), checkpoints=(0.5,
     rec = rec.reshape(G, tau_copy.size, -1)
     out = []
     with np.errstate(invalid="ignore", divide="ignore"):
-        for c in tune_at:
+        for i, c in enumerate(tune_at):
             tune = np.log(rec[:, T * R:, c]).mean(1)
-            g = int(np.nanargmin(np.where(np.isnan(tune), np.inf, tune))) if np.isfinite(tune).any() else 0
+            g = _choose([float(m) for m in cfg.grid], tune, cfg, arm=arms[i] if arms else method, knob="lr_mult",
+                        context=context or f"d={d}", budget=budget * checkpoints[c], choices=choices).index
             out.append((rec[g, :T * R].reshape(T, R, -1), float(cfg.grid[g])))
     return out
 
 
-def _bank_nonsmooth(method, inst, taus, cfg, rng, *, budget, x0, settings):
+def _bank_nonsmooth(method, inst, taus, cfg, rng, *, budget, x0, settings, arm=None, context="",
+                    choices=None):
     """Env 3: tune (m, t, k0) over ``settings`` on tau=1 tuning replicates; eval (tau, rep, C)."""
     taus = np.asarray(taus, dtype=float)
     S, d = inst["A"].shape
@@ -258,11 +276,12 @@ def _bank_nonsmooth(method, inst, taus, cfg, rng, *, budget, x0, settings):
     rec = rec.reshape(G, n, -1)
     with np.errstate(invalid="ignore", divide="ignore"):
         tune = np.log(rec[:, T * R:, -1]).mean(1)
-    g = int(np.argmin(np.where(np.isnan(tune), np.inf, tune)))
+    g = _choose([tuple(float(v) for v in p) for p in par], tune, cfg, arm=arm or method,
+                knob="(lr_mult, smoothing, lr_offset)", context=context, budget=budget, choices=choices).index
     return rec[g, :T * R].reshape(T, R, -1), [float(v) for v in par[g]]
 
 
-def _nonsmooth(cfg, seed, d, taus):
+def _nonsmooth(cfg, seed, d, taus, choices=None):
     """Env 3: two- vs one-point ZO-MLMC on |a_z'x - b_z| + mu/2 |x|^2, errors / |x0 - x*|^2."""
     inst = nonsmooth_instance(d, cfg.ns_states, NS_MU, np_rng(seed, "ns_inst", d))
     xs = inst["xstar"]
@@ -273,11 +292,13 @@ def _nonsmooth(cfg, seed, d, taus):
     t2 = NS_EPS * NS_MU * r0 / (2.0 * lip)
     e2, _ = _bank_nonsmooth("zo2", inst, taus, cfg, np_rng(seed, "ns_zo2", d),
                             budget=cfg.budget, x0=x0,
-                            settings=[(m, t2, 4.0 * d) for m in cfg.grid])
+                            settings=[(m, t2, 4.0 * d) for m in cfg.grid], arm="two_point",
+                            context="non-smooth (env 3)", choices=choices)
     e1, _ = _bank_nonsmooth("zo1", inst, taus, cfg, np_rng(seed, "ns_zo1", d),
                             budget=cfg.budget, x0=x0,
                             settings=[(m, t, 4.0 * d ** 2 / t ** 2) for m in cfg.grid
-                                      for t in NS_ONE_POINT_RADII])
+                                      for t in NS_ONE_POINT_RADII], arm="one_point",
+                            context="non-smooth (env 3)", choices=choices)
     return e2[:, :, -1].mean(1) / r0, e1[:, :, -1].mean(1) / r0
 
 
@@ -326,16 +347,19 @@ def run(config: Config, seed: int, progress) -> list[Record]:
     steps = 2 * len(cfg.dims) + 5 + int(cfg.api_check)
     progress.start(steps, "markov_zo")
     out: list[Record] = _variance_law(cfg, np_rng(seed, "varlaw"))
+    choices: list = []  # every tuning choice, recorded at the end (part "tuning")
     progress.advance()
     final: dict = {}
     for d in cfg.dims:
-        ((zo, m_zo),) = _bank("zo2", d, cfg.taus, cfg, np_rng(seed, "zo2", d), budget=cfg.budget)
+        ((zo, m_zo),) = _bank("zo2", d, cfg.taus, cfg, np_rng(seed, "zo2", d), budget=cfg.budget,
+                              arms=(ZO,), choices=choices)
         progress.advance()
         # one first-order run charged 1 per gradient: read at N/(d+1) gradients it is arm fo
         # (gradient charged d+1), read at N gradients it is arm fo_cheap; m tuned per arm.
         (fo, m_fo), (foc, m_foc) = _bank("fo", d, cfg.taus, cfg, np_rng(seed, "fo", d),
                                          budget=cfg.budget, tune_at=(0, -1),
-                                         checkpoints=(1.0 / (d + 1.0), 1.0), lr_offset=FO_OFFSET)
+                                         checkpoints=(1.0 / (d + 1.0), 1.0), lr_offset=FO_OFFSET,
+                                         arms=(FO, FO_CHEAP), choices=choices)
         progress.advance()
         arms = {ZO: zo[:, :, -1], FO: fo[:, :, 0], FO_CHEAP: foc[:, :, -1]}
         for arm, e in arms.items():
@@ -374,7 +398,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
     bd = cfg.base_d
     out.append(Record("", ZO, _tau_name(tmax), "err_base", final[(bd, ZO)][-1]))
     for name, meth in (("zo_b1", "zo2_fixed"), ("spsa", "spsa")):
-        ((e, _),) = _bank(meth, bd, (tmax,), cfg, np_rng(seed, name, bd), budget=cfg.budget)
+        ((e, _),) = _bank(meth, bd, (tmax,), cfg, np_rng(seed, name, bd), budget=cfg.budget, arms=(name,),
+                          choices=choices)
         _warn_nonfinite(name, f"d={bd}", e[:, :, -1])
         out.append(Record("", name, _tau_name(tmax), "err_base", float(e[0, :, -1].mean())))
         progress.advance()
@@ -384,7 +409,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
     tb = (1, tmax)
     ((e1, _),) = _bank("zo1", dmin, tb, cfg, np_rng(seed, "zo1", dmin), budget=cfg.budget,
                        smoothing=ONE_POINT_SMOOTHING,
-                       lr_offset=4.0 * dmin ** 2 / ONE_POINT_SMOOTHING ** 2)
+                       lr_offset=4.0 * dmin ** 2 / ONE_POINT_SMOOTHING ** 2, arms=("one_point",),
+                       context="smooth (env 1)", choices=choices)
     _warn_nonfinite("one_point", f"d={dmin}", e1[:, :, -1])
     zo_small = final[(dmin, ZO)]
     for j, t in enumerate(tb):
@@ -393,7 +419,7 @@ def run(config: Config, seed: int, progress) -> list[Record]:
         out.append(Record("smooth (env 1)", "one_point", _tau_name(t), "err_1v2",
                           float(e1[j, :, -1].mean())))
     progress.advance()
-    two, one = _nonsmooth(cfg, seed, dmin, tb)
+    two, one = _nonsmooth(cfg, seed, dmin, tb, choices=choices)
     _warn_nonfinite("one_point (env 3)", f"d={dmin}", one)
     for j, t in enumerate(tb):
         out.append(Record("non-smooth (env 3)", "two_point", _tau_name(t), "err_1v2", two[j]))
@@ -413,6 +439,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
                                    max_calls=cfg.budget, seed=seed)
             out.append(Record("", "public_solver", _tau_name(t), "api_err", float(np.sum(r.x ** 2))))
         progress.advance()
+    for ch in choices:
+        out += ch.to_records()
     return out
 
 

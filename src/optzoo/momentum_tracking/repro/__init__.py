@@ -166,6 +166,8 @@ def _nn_records(r: dict, seed: int) -> list[Record]:
     for j, row in enumerate(r["trace"]):
         for i, b in enumerate(r["betas"]):
             out.append(Record(f"beta={b:g}", "trace", f"t={j * k}", "preq_trace", row[i], x=j * k))
+    for ch in r.get("choices", ()):
+        out += ch.to_records()
     return out
 
 

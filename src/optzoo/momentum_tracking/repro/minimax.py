@@ -84,24 +84,31 @@ def worst_case_risk(c, lr, beta, form: str, noise_var: float, budget: float) -> 
 
 @functools.lru_cache(maxsize=64)
 def tune_minimax(kappa: float, noise_var: float, budget: float, lrs: tuple, betas: tuple,
-                 forms: tuple, c_points: int) -> dict:
+                 forms: tuple, c_points: int, *, arm: str = "momentum", context: str = "") -> dict:
     """inf over (form, beta, lr) of sup over c in [1/kappa, 1] of :func:`worst_case_risk`.
 
-    Returns the chosen form, beta, lr, the worst curvature c* and the exact minimax risk."""
+    Returns the chosen form, beta, lr, the worst curvature c* and the exact minimax risk, and
+    the :class:`~optzoo.repro.tuning.Choice` (``"choice"``) over the joint grid in (form, beta,
+    lr) order: the lowest worst-case risk, a non-finite one loses, ties to the first."""
+    from optzoo.repro.tuning import select
+
     cs = np.geomspace(1.0 / kappa, 1.0, c_points) if kappa > 1 else np.array([1.0])
     lr = np.asarray(lrs, dtype=float)
-    best = None
+    grid, worsts, risks = [], [], []
     for form in forms:
         for b in betas:
             if b == 0.0 and form != forms[0]:
                 continue
             risk = worst_case_risk(cs[None, :], lr[:, None], b, form, noise_var, budget)
-            worst = risk.max(1)
-            j = int(np.argmin(worst))
-            if best is None or worst[j] < best["risk"]:
-                best = {"form": form, "beta": float(b), "lr": float(lr[j]),
-                        "c": float(cs[int(np.argmax(risk[j]))]), "risk": float(worst[j])}
-    return best
+            grid += [(form, float(b), float(v)) for v in lr]
+            worsts.append(risk.max(1))
+            risks += list(risk)
+    choice = select(grid, np.concatenate(worsts), stream="exact theory", arm=arm, knob="(form, beta, lr)",
+                    context=context, if_all_nonfinite="first", meta={"c_points": len(cs)})
+    form, b, lr_j = choice.value
+    k = choice.index
+    return {"form": form, "beta": b, "lr": lr_j, "c": float(cs[int(np.argmax(risks[k]))]),
+            "risk": choice.scores[k], "choice": choice}
 
 
 def _measure(cfg, seed: int, part: str, regime: str, pick: dict, noise_var: float) -> tuple[float, float]:
@@ -135,7 +142,8 @@ def minimax_records(cfg, seed: int) -> list:
                                    ("noise", cfg.mm_noise_noise * kappa**3, "_noise_dominated")):
             arms = {"sgd": ((0.0,), ("torch",)), "momentum": (tuple(cfg.betas), MOMENTUM_FORMS)}
             for arm, (betas, forms) in arms.items():
-                pick = tune_minimax(float(kappa), float(s2), cfg.mm_budget, lrs, betas, forms, cfg.mm_c_points)
+                pick = tune_minimax(float(kappa), float(s2), cfg.mm_budget, lrs, betas, forms, cfg.mm_c_points,
+                                    arm=arm + suffix, context=part)
                 noise, drift = _measure(cfg, seed, part, regime, pick, s2)
                 name = arm + suffix
                 out.append(Record(part, name, "worst_case", "worst_risk", noise + drift))
@@ -144,4 +152,5 @@ def minimax_records(cfg, seed: int) -> list:
                                       ("lr", pick["lr"]), ("c_worst", pick["c"]),
                                       ("nesterov", float(pick["form"] == "nesterov"))):
                     out.append(Record(part, name, "worst_case", metric, value, exact=True))
+                out += pick["choice"].to_records()
     return out

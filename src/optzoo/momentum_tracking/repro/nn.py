@@ -88,6 +88,8 @@ def _train(settings, x, y, init_seed: int) -> np.ndarray:
 
 
 def run_nn(cfg, seed: int) -> dict:
+    from optzoo.repro.tuning import select
+
     steps, lrs = cfg.nn_steps, cfg.nn_lrs
     teacher = _teacher(derive_seed(seed, "nn"))
     turns = 2.0  # the teacher turns twice over the run: slow drift relative to the step size
@@ -97,7 +99,12 @@ def run_nn(cfg, seed: int) -> dict:
     with np.errstate(invalid="ignore", over="ignore"):
         tune = _train(grid, xt, yt, derive_seed(seed, "nn", "init-tune"))[half].mean(0)
     tune = np.where(np.isfinite(tune), tune, np.inf).reshape(len(_BETAS), len(lrs))
-    chosen = [lrs[int(np.argmin(row))] for row in tune]
+    # per beta, the lr_eff with the lowest tuning-stream loss (diverged loses; ties and every
+    # one diverged: the first)
+    choices = [select(tuple(float(v) for v in lrs), row, stream="tune", arm="sgd" if b == 0 else "momentum",
+                      knob="lr_eff", context=f"beta={b:g}", if_all_nonfinite="first", eval_budget=steps,
+                      budget_unit="steps") for b, row in zip(_BETAS, tune, strict=True)]
+    chosen = [lrs[ch.index] for ch in choices]
     xe, ye = _stream(seed, "eval", steps, teacher, turns)
     ev = _train([(lr * (1 - b), b) for lr, b in zip(chosen, _BETAS, strict=True)], xe, ye, derive_seed(seed, "nn", "init"))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -119,4 +126,4 @@ def run_nn(cfg, seed: int) -> dict:
             "status": status,
             "tune_loss": tune.tolist(),
             "log_ratio_vs_sgd": {f"{b:g}": float(np.log(loss[i]) - np.log(loss[0])) for i, b in enumerate(_BETAS) if b > 0},
-            "trace": trace.tolist(), "trace_every": k}
+            "trace": trace.tolist(), "trace_every": k, "choices": choices}

@@ -223,6 +223,7 @@ def _records_A(A: dict) -> list[Record]:
                 out.append(Record(part, arm, "eval_order", "sgd_lr", m["lr"]))
                 for t, g in enumerate(m["gap_curve"]):
                     out.append(Record(part, arm, f"epoch{t}", "sgd_curve", g, x=t))
+                out += m["choice"].to_records() if "choice" in m else []
         lo, hi = str(min(int(b) for b in bs)), str(max(int(b) for b in bs))
         if lo != hi:
             g = {b: max(float(bs[b]["bias_gap"][LSE]), GAP_FLOOR) for b in (lo, hi)}
@@ -247,6 +248,11 @@ def _records_B(B: dict, lrs) -> list[Record]:
             if not math.isfinite(acc):
                 _diverged(arm, "DRO lam=1 (chosen lr)", "diverged")
             out.append(Record("lam=1", arm, "chosen_lr", "test_acc", acc))
+    seen = set()  # ERM's one choice is listed under every lam: record it once
+    for m in B["methods"].values():
+        if "choice" in m and id(m["choice"]) not in seen:
+            seen.add(id(m["choice"]))
+            out += m["choice"].to_records()
     return out
 
 
@@ -264,6 +270,7 @@ def _records_C(C: dict, mults) -> list[Record]:
             out.append(Record(part, arm, "eval_stream", "ot_gap", g))
             for i, gc in enumerate(res[key]["gap_curve"]):
                 out.append(Record(part, arm, f"checkpoint{i}", "ot_curve", gc, x=i + 1))
+            out += res[key]["choice"].to_records() if "choice" in res[key] else []
         if float(e) == min(float(x) for x in C["eps"]):
             # any POT run at a user rate: the tuning runs and the chosen lr's run on the eval stream
             some = any(not all(res[k]["finite_by_mult"]) or not math.isfinite(res[k]["gap"])

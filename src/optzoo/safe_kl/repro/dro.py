@@ -109,6 +109,8 @@ def run_dro(cfg, seed: int, progress) -> dict:
                     p.sub_((lr_t * keep).reshape(shape) * (gr + 0.9 * bf))
                 failed |= ~torch.isfinite(P[0].reshape(K, -1)).all(1)
         progress.advance()
+    from optzoo.repro.tuning import select
+
     with torch.no_grad():
         acc = lambda x, y: (_forward(P, x).argmax(-1) == y).float().mean(1)  # noqa: E731
         acc_va, acc_te = acc(xva, yva), acc(xte, yte)
@@ -116,9 +118,15 @@ def run_dro(cfg, seed: int, progress) -> dict:
         out = {"lrs": lrs.tolist(), "lams": list(cfg.lams), "methods": {}}
         for c in combos:
             ks = [i for i, (cc, _) in enumerate(runs) if cc == c]
-            score = torch.where(failed[ks], -1.0, acc_va[ks])
-            best = ks[int(score.argmax())]
+            # the highest validation accuracy (a failed run loses; ties: the first lr; every run
+            # failed: the first)
             lm = c[1]
+            choice = select(tuple(float(runs[k][1]) for k in ks),
+                            np.where(failed[ks].numpy(), np.nan, acc_va[ks].double().numpy()),
+                            stream="validation", arm=c[0] if c[0] != "safe" else f"safe_{c[2]:g}", knob="lr",
+                            context="erm" if c[0] == "erm" else f"lam={lm:g}", direction="max",
+                            if_all_nonfinite="first", eval_budget=cfg.b_epochs, budget_unit="epochs")
+            best = ks[choice.index]
             for L in ([lm] if c[0] != "erm" else list(cfg.lams)):
                 obj = float(L * (torch.logsumexp(ltr[best] / L, 0) - math.log(n)))
                 name = c[0] if c[0] != "safe" else f"safe_{c[2]:g}"
@@ -126,5 +134,5 @@ def run_dro(cfg, seed: int, progress) -> dict:
                     "lr": float(runs[best][1]), "test_acc": float(acc_te[best]) if not failed[best] else float("nan"),
                     "val_acc": float(acc_va[best]), "dro_objective": obj if math.isfinite(obj) else None,
                     "failed_runs": int(failed[ks].sum()), "n_runs": len(ks),
-                    "failed_by_lr": [bool(failed[k]) for k in ks]}
+                    "failed_by_lr": [bool(failed[k]) for k in ks], "choice": choice}
     return out

@@ -68,6 +68,15 @@ def run_ot(cfg, seed: int, progress) -> dict:
 def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     import ot
 
+    from optzoo.repro.tuning import select
+
+    def choose(arm, tune, samples):
+        """The multiplier with the lowest tuning-stream gap (diverged: loses; ties: the first;
+        every one diverged: the first)."""
+        return select(tuple(cfg.c_lr_mults), np.asarray(tune, dtype=float), stream="tune", arm=arm,
+                      knob="lr multiplier", context=f"eps={eps:g}", if_all_nonfinite="first",
+                      eval_budget=samples, budget_unit="samples")
+
     N, m, S, B = cfg.c_n_source, cfg.c_n_target, cfg.c_samples, cfg.c_batch
     a, b = np.full(N, 1.0 / N), np.full(m, 1.0 / m)
     mults = np.asarray(cfg.c_lr_mults)
@@ -91,7 +100,8 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     base = eps * N * math.sqrt(B)
     tune_res = [safe(base * k, "tune", 0) for k in mults]
     tune = [score(r.x)[0] if r.status.value != "diverged" else np.inf for r in tune_res]
-    li = int(np.nanargmin(np.where(np.isfinite(tune), tune, np.inf)))
+    choice = choose("ot_safe", tune, S // B * B)
+    li = choice.index
     ev = safe(base * mults[li], "eval", (S // B) // 4)
     fails = sum(not np.isfinite(t) for t in tune)
     curve = [score(v) for _, v in ev.extra["trace"]]
@@ -99,7 +109,7 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
                    "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
                    "failed_runs": int(fails + (ev.status.value == "diverged")),
                    "finite_by_mult": [r.status.value != "diverged" and bool(np.isfinite(t))
-                                      for r, t in zip(tune_res, tune, strict=True)]}
+                                      for r, t in zip(tune_res, tune, strict=True)], "choice": choice}
     progress.advance()
 
     # POT averaged SGD on the semi-dual (one sample per iteration).
@@ -109,13 +119,14 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
                 a, b, C, eps, numItermax=n_it, lr=lr, random_state=derive_seed(seed, "C", eps, stream) % 2**31)
     base = eps * N  # POT's default lr = 1 / max(a / reg)
     tune = [score(asgd(base * k, S, "tune"))[0] for k in mults]
-    li = int(np.argmin(np.where(np.isfinite(tune), tune, np.inf)))
+    choice = choose("pot_asgd", tune, S)
+    li = choice.index
     curve = [score(asgd(base * mults[li], c, "eval")) for c in checkpoints]
     res["pot_asgd"] = {"lr": float(base * mults[li]), "gap": curve[-1][0], "cost_err": curve[-1][1],
                        "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
                        "failed_runs": int(sum(not np.isfinite(t) for t in tune)
                                           + (not np.isfinite(curve[-1][0]))),
-                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune]}
+                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune], "choice": choice}
     progress.advance()
 
     # POT minibatch dual SGD (Seguy et al.; exp of (u + v - c)/eps evaluated as is).
@@ -125,12 +136,13 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
                 a, b, C, eps, B, n_it, lr, random_state=derive_seed(seed, "C", eps, stream) % 2**31)[1]
     base = eps * N * m / B
     tune = [score(dual(base * k, S // B, "tune"))[0] for k in mults]
-    li = int(np.argmin(np.where(np.isfinite(tune), tune, np.inf)))
+    choice = choose("pot_dual", tune, S // B * B)
+    li = choice.index
     curve = [score(dual(base * mults[li], c // B, "eval")) for c in checkpoints]
     res["pot_dual"] = {"lr": float(base * mults[li]), "gap": curve[-1][0], "cost_err": curve[-1][1],
                        "gap_curve": [c[0] for c in curve], "cost_curve": [c[1] for c in curve],
                        "failed_runs": int(sum(not np.isfinite(t) for t in tune)
                                           + (not np.isfinite(curve[-1][0]))),
-                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune]}
+                       "finite_by_mult": [bool(np.isfinite(t)) for t in tune], "choice": choice}
     progress.advance()
     return res

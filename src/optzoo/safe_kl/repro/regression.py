@@ -215,6 +215,8 @@ def run_regression(cfg, seed: int, progress) -> dict:
     """Per data set and batch: the fixed-point gaps of every estimator and, when
     ``cfg.epochs > 0``, SGD (tuned lr per method on a tuning order, scored on an eval order)
     for minibatch-LSE, SumExp, Safe-KL at ``cfg.sgd_rho`` and its control (alpha per batch)."""
+    from optzoo.repro.tuning import select
+
     methods = [(kind, cfg.sgd_rho) for _, kind in SGD_METHODS]
     names = [n.format(rho=cfg.sgd_rho) for n, _ in SGD_METHODS]
     lrs = np.logspace(cfg.lr_lo, cfg.lr_hi, cfg.n_lr)
@@ -237,16 +239,18 @@ def run_regression(cfg, seed: int, progress) -> dict:
                 score = tail_mean(gap)
                 for mi, name in enumerate(names):
                     tune = np.where(failed[0, mi] | ~np.isfinite(score[0, mi]), np.inf, score[0, mi])
-                    if not np.isfinite(tune).any():  # every lr diverged on the tuning order
-                        li, status = 0, "diverged"
-                    else:
-                        li = int(np.argmin(tune))
-                        status = "diverged" if failed[1, mi, li] else "ok"
+                    # the lowest tail gap on the tuning order; ties: the first; every lr
+                    # diverged on the tuning order: the first, and the method counts as diverged
+                    choice = select(tuple(lrs.tolist()), tune, stream="tune order", arm=name, knob="lr",
+                                    context=f"{dname}/b{batch}", if_all_nonfinite="first",
+                                    eval_budget=cfg.epochs, budget_unit="epochs")
+                    li = choice.index
+                    status = "diverged" if choice.fallback or failed[1, mi, li] else "ok"
                     g = float(score[1, mi, li]) if status == "ok" else float("nan")
                     res["sgd"][name] = {"lr": float(lrs[li]), "gap": g, "status": status,
                                         "final_gap": float(gap[1, mi, li, -1]) if status == "ok" else float("nan"),
                                         "gap_curve": gap[1, mi, li].tolist(),
-                                        "failed_lrs": int(failed[0, mi].sum())}
+                                        "failed_lrs": int(failed[0, mi].sum()), "choice": choice}
             d["batches"][str(batch)] = res
         out["datasets"][dname] = d
     return out

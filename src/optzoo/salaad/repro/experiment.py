@@ -94,17 +94,22 @@ def train(model, data, cfg, *, rho=None, couple=True, progress=None, every=10):
 
 def _tune_rho(cfg, seed, progress):
     """Pick rho from ``cfg.rho_grid`` on a separate tuning task and its own validation split:
-    the lowest mean surrogate NLL over the budgets <= 50%."""
+    the lowest mean surrogate NLL over the budgets <= 50% (ties: the first in grid order), by
+    :func:`optzoo.repro.tuning.select`; returns the :class:`~optzoo.repro.tuning.Choice`."""
+    from optzoo.repro.tuning import select
+
     task = HiddenMarkovTask(n_states=cfg.states, vocab=cfg.vocab, seed=derive_seed(seed, "tune-task") % 2**31)
     data = batches(task, cfg, derive_seed(seed, "tune"), cfg.steps)
     val = task.sample(cfg.val_seqs, cfg.seq_len, seed=derive_seed(seed, "tune-val"))
-    scores = {}
-    for rho in cfg.rho_grid:
+
+    def score(rho, _seed):
         model = build_model(cfg, derive_seed(seed, "tune"))
         sal, *_ = train(model, data, cfg, rho=rho, progress=progress)
         low = [f for f in cfg.fractions if f <= 0.5]
-        scores[rho] = float(np.mean([c["value"] for c in sal.budget_curve(lambda m: val_nll(m, val), low)]))
-    return min(scores, key=scores.get), scores
+        return float(np.mean([c["value"] for c in sal.budget_curve(lambda m: val_nll(m, val), low)]))
+
+    return select(cfg.rho_grid, score, stream="tune task", arm="salaad", knob="rho",
+                  if_all_nonfinite="first", eval_budget=cfg.steps, budget_unit="steps")
 
 
 def _sltrain(cfg, model_seed, budget, share, slt_seed, data, val, progress):
@@ -120,21 +125,33 @@ def _sltrain(cfg, model_seed, budget, share, slt_seed, data, val, progress):
 def _run_sltrain(cfg, seed, budgets, data, val, progress) -> dict:
     """Spec baseline 4 (full): for each budget in ``sltrain_fractions``, the support share picked
     from ``sltrain_grid`` on the tuning task by validation NLL (as rho is for SALAAD: one
-    training run per grid value), then one run on the evaluation data."""
+    training run per grid value; :func:`optzoo.repro.tuning.select`, ties: the first in grid
+    order), then one run on the evaluation data."""
+    from optzoo.repro.tuning import select
+
     out = {"fractions": list(cfg.sltrain_fractions), "nll": [], "params": [], "budget": [], "seconds": [],
            "tune_seconds": [], "share": [], "tune_scores": []}
     tune_task = HiddenMarkovTask(n_states=cfg.states, vocab=cfg.vocab, seed=derive_seed(seed, "tune-task") % 2**31)
     tune_data = batches(tune_task, cfg, derive_seed(seed, "tune"), cfg.steps)
     tune_val = tune_task.sample(cfg.val_seqs, cfg.seq_len, seed=derive_seed(seed, "tune-val"))
+    out["choices"] = []
     for f in cfg.sltrain_fractions:
         b = budgets[cfg.fractions.index(f)]
         scores, tune_sec = {}, 0.0
+        share = cfg.sltrain_grid[0]
         if len(cfg.sltrain_grid) > 1:
-            for share in cfg.sltrain_grid:
+            def score(share, _seed, f=f, b=b):
+                nonlocal tune_sec
                 r = _sltrain(cfg, derive_seed(seed, "tune"), b, share, derive_seed(seed, "tune-sltrain", f),
                              tune_data, tune_val, progress)
-                scores[share], tune_sec = r["nll"], tune_sec + r["seconds"]
-        share = min(scores, key=scores.get) if scores else cfg.sltrain_grid[0]
+                tune_sec += r["seconds"]
+                return r["nll"]
+
+            ch = select(cfg.sltrain_grid, score, stream="tune task", arm="sltrain", knob="share",
+                        context=_part(f), if_all_nonfinite="first", eval_budget=cfg.steps,
+                        budget_unit="steps")
+            scores, share = dict(zip(ch.grid, ch.scores, strict=True)), ch.value
+            out["choices"].append(ch)
         r = _sltrain(cfg, seed, b, share, derive_seed(seed, "sltrain", f), data, val, progress)
         for k, v in (("nll", r["nll"]), ("params", r["params"]), ("budget", b), ("share", share),
                      ("seconds", r["seconds"]), ("tune_seconds", tune_sec)):
@@ -165,7 +182,9 @@ def run_seed(cfg, seed, progress) -> list[Record]:
     add = rec.append
     rho, tune_scores = cfg.rho, None
     if cfg.rho_grid:
-        rho, tune_scores = _tune_rho(cfg, seed, progress)
+        choice = _tune_rho(cfg, seed, progress)
+        rho, tune_scores = choice.value, dict(zip(choice.grid, choice.scores, strict=True))
+        rec += choice.to_records()
     add(Record("", "salaad", "", "rho", rho))
     for k, v in (tune_scores or {}).items():
         add(Record("", "salaad", f"rho={k:g}", "tune_score", v))
@@ -236,6 +255,8 @@ def run_seed(cfg, seed, progress) -> list[Record]:
     progress.advance()
     if cfg.sltrain_fractions:
         slt = _run_sltrain(cfg, seed, budgets, data, val, progress)
+        for ch in slt["choices"]:
+            rec += ch.to_records()
         for i, f in enumerate(slt["fractions"]):
             for metric in ("nll", "params", "budget", "share", "seconds", "tune_seconds"):
                 add(Record(_part(f), "sltrain", "val", metric, slt[metric][i]))

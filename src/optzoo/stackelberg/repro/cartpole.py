@@ -90,11 +90,16 @@ def run_cartpole(cfg, seed, Record):
     """Per seed: c > 1 chosen from ``RATIOS`` for the head-faster and for the body-faster arm on
     a tuning environment seed (same ratios, same episodes), then both and c = 1 on the
     evaluation seed; the metric is the mean return over the training episodes."""
+    from optzoo.repro.tuning import select
+
     eps = cfg.cartpole_episodes
     recs, curves = [], {}
     for arm in ("head_fast", "body_fast"):
-        tune = {c: float(np.mean(_run_arm(arm, c, seed=seed, key="tune", episodes=eps))) for c in RATIOS}
-        c_star = max(tune, key=tune.get)
+        ch = select(RATIOS, lambda c, _s, arm=arm: float(np.mean(_run_arm(arm, c, seed=seed, key="tune", episodes=eps))),
+                    stream="tune env", arm=arm, knob="ratio", context="cartpole", direction="max",
+                    eval_budget=eps, budget_unit="episodes")  # ties: the first ratio
+        c_star = ch.value
+        recs += ch.to_records()
         curves[arm] = _run_arm(arm, c_star, seed=seed, key="eval", episodes=eps)
         recs += [Record("cartpole", arm, "tuning", "ratio", c_star),
                  Record("cartpole", arm, "tuning", "grid_size", len(RATIOS))]

@@ -293,6 +293,8 @@ def run_digits(cfg, seed, progress, Record):
     (its own initialisation and batch order), the chosen configuration run once on the
     evaluation split (train on the 70%, measure on the held-out 30%)."""
     tune_data, eval_data = heldout_splits(seed)
+    from optzoo.repro.tuning import select
+
     fams = grids(cfg.digits_lrs, references=cfg.digits_references)
     recs = []
     for fam, confs in fams.items():
@@ -301,7 +303,12 @@ def run_digits(cfg, seed, progress, Record):
         else:
             tune = train_sgd_family(confs, tune_data, seed=seed, key="tune", steps=cfg.steps)
         progress.advance()
-        best = min(range(len(confs)), key=lambda i: (tune[i]["test_ce"], i))  # validation CE
+        # validation CE; ties: the first in grid order
+        ch = select(confs, [t["test_ce"] for t in tune], stream="tune split", arm=fam,
+                    knob="(kind, lr_body, ratio)", context="digits", eval_budget=cfg.steps,
+                    budget_unit="steps", if_all_nonfinite="first")
+        best = ch.index
+        recs += ch.to_records()
         kind, lr, c = confs[best]
         ev = train_digits(confs[best], eval_data, seed=seed, key="eval", steps=cfg.steps)
         if ev["diverged"]:

@@ -212,18 +212,23 @@ def score(losses: torch.Tensor, cost: float, budget: float, checkpoints: int) ->
     return torch.log(sel).mean(1).numpy()
 
 
-def _tune(arm, cfg, X, y, inits):
+def _tune(arm, cfg, X, y, inits, context=""):
     """The configuration with the lowest score, a configuration's score being its WORST over the
-    tuning inits (diverged: inf), so a choice at the edge of stability on one init is not taken."""
+    tuning inits (diverged: inf), so a choice at the edge of stability on one init is not taken
+    (:func:`optzoo.repro.tuning.select`: ties to the first in grid order; every point diverged:
+    the first). Returns the :class:`~optzoo.repro.tuning.Choice`."""
+    from optzoo.repro.tuning import select
+
     confs = grid(arm, cfg)
     K = len(inits)
     th = torch.stack([th0 for th0, _ in inits for _ in confs])
     w = torch.stack([w0 for _, w0 in inits for _ in confs])
     res = train_batch(arm, confs * K, X, y, th, w, lam=cfg.lam, budget=cfg.budget)
     s = score(res["losses"], res["cost"], cfg.budget, cfg.checkpoints).reshape(K, len(confs))
-    worst = np.where(np.isfinite(s), s, np.inf).max(0)
-    i = int(np.argmin(worst))  # ties: the first in grid order
-    return confs[i], i, len(confs), worst
+    table = np.where(np.isfinite(s), s, np.inf).T  # (grid point, tuning init)
+    return select(confs, table, stream="tune", seeds=tuple(f"tune{k}" for k in range(K)), arm=arm,
+                  knob="(lr_body, lr_head)", context=context, aggregate="max", if_all_nonfinite="first",
+                  eval_budget=cfg.budget, budget_unit="cost units")
 
 
 def _gap(th, w, X, y, lam):
@@ -259,8 +264,10 @@ def run_teacher(cfg, seed, progress, Record):
                for k in range(cfg.eval_inits)]
         chosen = {}
         for arm in ARMS:
-            conf, i, size, _ = _tune(arm, cfg, X, y, tws)
+            ch = _tune(arm, cfg, X, y, tws, context=init)
+            conf, i, size = ch.value, ch.index, len(ch.grid)
             chosen[arm] = conf
+            recs += ch.to_records()
             recs += [Record(init, arm, "tuning", "grid_size", size),
                      Record(init, arm, "tuning", "budget", cfg.budget),
                      Record(init, arm, "tuning", "lr_body", conf[0]),

@@ -115,6 +115,16 @@ def _iters(method: str, max_calls: int) -> int:
 
 def _tune(prob, method, terms, xt, yt, g, max_calls):
     """Best (a, b) on the tuning inits: most runs converged, then the fewest worst-case calls."""
+    return _choose(prob, method, terms, xt, yt, g, max_calls).value
+
+
+def _choose(prob, method, terms, xt, yt, g, max_calls, *, arm=None, context=""):
+    """:func:`_tune`'s choice as a :class:`~optzoo.repro.tuning.Choice`: the lexicographic score
+    (most tuning runs converged, then the fewest worst-case calls, or the median log final norm
+    when some did not converge) is handed to :func:`optzoo.repro.tuning.select` as its rank
+    (ties: the first in grid order, as before); the two parts are kept in ``meta``."""
+    from optzoo.repro.tuning import select
+
     ax, by = step_grid(method, prob.constants, g, terms)
     A, Bm = np.meshgrid(ax, by, indexing="ij")
     A, Bm = A.ravel(), Bm.ravel()
@@ -126,8 +136,14 @@ def _tune(prob, method, terms, xt, yt, g, max_calls):
     fin = np.log(np.clip(np.where(np.isfinite(last), last, 1e300), 1e-300, None)).reshape(A.size, nt)
     score = [(-(np.isfinite(c).sum()), c.max() if np.isfinite(c).all() else np.median(f))
              for c, f in zip(calls, fin, strict=True)]
-    best = min(range(A.size), key=lambda i: score[i])
-    return float(A[best]), float(Bm[best])
+    order = sorted(set(score))
+    rank = [order.index(s) for s in score]
+    return select([(float(a), float(b)) for a, b in zip(A, Bm, strict=True)], np.asarray(rank, dtype=float),
+                  stream="tune inits", seeds=tuple(f"init{k}" for k in range(nt)), arm=arm or method,
+                  knob="(step_x, step_y)", context=context, eval_budget=max_calls, budget_unit="gradient calls",
+                  meta={"score": "rank of (-converged tuning runs, worst calls if all converged else "
+                                 "median log final norm)",
+                        "converged": [-int(s[0]) for s in score], "second": [float(s[1]) for s in score]})
 
 
 def _agda_theory(prob, c, x, y, talda_calls, max_calls):
@@ -246,7 +262,9 @@ def setting_records(family, param, prob, seed, progress, *, n_eval, n_tune, grid
     for m in tuned:
         t = no_correction(terms) if m == "talda_nocorr" else terms
         meth = "talda" if m == "talda_nocorr" else m
-        a, b = _tune(prob, meth, t, xt, yt, grid, max_calls)
+        choice = _choose(prob, meth, t, xt, yt, grid, max_calls, arm=f"{m}_tuned", context=part)
+        a, b = choice.value
+        recs += choice.to_records()
         ev = run_batch(prob, meth, np.full(n_eval, a), np.full(n_eval, b), xe, ye,
                        max_iter=_iters(meth, max_calls), terms=t)
         arm = f"{m}_tuned"

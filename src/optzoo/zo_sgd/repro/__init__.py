@@ -255,6 +255,9 @@ def training_records(t: dict) -> list[Record]:
         for s, f, loss in zip(c["step"], c["forwards"], c["loss"], strict=True):
             out.append(Record("", m, f"step={s}", "heldout_loss",
                               float("nan") if loss is None else loss, x=max(f, 1)))
+    for tuned in t.get("tuned", {}).values():
+        if "choice" in tuned:
+            out += tuned["choice"].to_records()
     return out
 
 

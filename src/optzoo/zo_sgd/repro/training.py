@@ -240,15 +240,19 @@ def train(cfg, data: dict, method: str, lr: float, steps: int, *, eval_every: in
 def tune(cfg, data: dict, method: str, low: float, progress) -> dict:
     """Grid search on the tune stream: the lr with the lowest held-out loss AUC of the tune
     stream (the mean over the run's evaluations after step 0, every ``eval_every`` steps and the
-    last; a diverged run counts as +inf). Returns the chosen lr and every grid point's score."""
+    last; a diverged run loses; ties: the first; every run diverged: the grid's first lr), by
+    :func:`optzoo.repro.tuning.select`. Returns the chosen lr, every grid point's score (None:
+    diverged) and the :class:`~optzoo.repro.tuning.Choice`."""
+    from optzoo.repro.tuning import select
+
     grid = lr_grid(low, cfg.grid_size, cfg.grid_ratio)
     losses = [train(cfg, data, method, lr, cfg.tune_steps, eval_every=cfg.eval_every)["auc"]
               for lr in grid]
     progress.advance()
-    finite = [(v, i) for i, v in enumerate(losses) if v is not None]
-    best = grid[min(finite)[1]] if finite else grid[0]
-    return {"grid": grid, "losses": losses, "lr": best,
-            "edge": bool(finite) and min(finite)[1] in (0, len(grid) - 1)}
+    choice = select(grid, [np.nan if v is None else v for v in losses], stream="tune", arm=method,
+                    knob="lr", if_all_nonfinite="first", eval_budget=cfg.tune_steps, budget_unit="steps")
+    return {"grid": grid, "losses": losses, "lr": choice.value,
+            "edge": not choice.fallback and choice.at_edge, "choice": choice}
 
 
 def one_step_check(cfg, data: dict, zo_run: dict, sgd_run: dict, lr: float) -> dict:
