@@ -85,3 +85,25 @@ def test_readme_verdict_column_is_updated(tmp_path):
     assert not update_readme_verdicts(readme, [run], "quick")  # idempotent
 
 
+
+
+def test_each_paper_shows_its_tuning_table_with_flags(tmp_path):
+    import warnings
+
+    from optzoo.repro.tuning import select
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choices = [select((0.1, 1.0, 10.0), lambda lr, s, arm=arm: (lr - best) ** 2, stream="tune",
+                          seeds=(90000,), arm=arm, knob="lr")
+                   for arm, best in (("method", 1.0), ("baseline", 20.0))]
+    per_seed = [[r.__dict__ for c in choices for r in c.to_records()]] * 2
+    run = PaperRun("dks", "smoke", [0, 1], per_seed, [judge(CLAIM, [1.0, 1.1, 0.9, 1.2, 1.0])])
+    meta = {"scale": "smoke", "seeds": [0, 1], "environment": {}}
+    md = write_markdown([run], tmp_path / "report.md", meta).read_text()
+    section = md.split("### Tuning")[1]
+    assert "**1 of 2 rows flagged**" in section
+    assert "| - | method | lr | {0.1, 1, 10} | 90000 on tune | 3 | 1 (2) | - |" in section
+    assert "| - | baseline | lr | {0.1, 1, 10} | 90000 on tune | 3 | 10 (2) | grid end in 2/2 |" in section
+    html = write_html([run], tmp_path / "report.html", meta).read_text()
+    assert "<h3>Tuning</h3>" in html and "grid end in 2/2" in html

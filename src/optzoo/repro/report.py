@@ -309,6 +309,11 @@ def paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
             lines.append(f"| {v.claim} | {_md(stmt)}" + (f" _Source: {_md(src)}._" if src else "")
                          + f" | **{_shown(v)}** | {_md(v.summary + extra)} | "
                          + (f"{_md(_control(v))} | " if ctl else "") + f"{_md(v.rule)} |")
+    rows = _tuning(run)
+    if rows:
+        from optzoo.repro.tuning import render_markdown
+
+        lines += ["", f"{heading}# Tuning", "", _md(_tuning_intro(rows)), "", render_markdown(rows).rstrip()]
     if run.judge_error:
         lines += ["", "judge() failed:", "", "```", run.judge_error.rstrip(), "```"]
     for fig in run.figures[1:]:
@@ -316,6 +321,30 @@ def paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
     for seed, tb in sorted(run.errors.items()):
         lines += ["", f"{heading}# seed {seed} crashed", "", "```", tb.rstrip(), "```"]
     return lines
+
+
+def _tuning(run: PaperRun) -> list[dict[str, Any]]:
+    """The rows of the paper's tuning table (every arm's grid, tuning seeds, budget and choice),
+    from the ``part="tuning"`` records of its units; empty for units that carry none."""
+    from optzoo.repro.evidence import as_records
+    from optzoo.repro.tuning import PART, tuning_table
+
+    try:
+        per_seed = [[r for r in as_records(seed) if r.part == PART] for seed in run.per_seed
+                    if isinstance(seed, list)]
+        return tuning_table(per_seed) if any(per_seed) else []
+    except (TypeError, KeyError, ValueError):  # a room not on records
+        return []
+
+
+def _tuning_intro(rows: list[dict[str, Any]]) -> str:
+    from optzoo.repro.tuning import flagged
+
+    n = flagged(rows)
+    return ("Every tuned knob of every arm, chosen by `optzoo.repro.tuning.select` on tuning seeds "
+            "or streams (never the evaluation stream); equal grids and budgets make equal tuning. "
+            + (f"**{n} of {len(rows)} rows flagged** (a choice at a grid end, a grid or budget not "
+               "shared by every arm, or every point diverged)." if n else "No row is flagged."))
 
 
 def write_markdown(runs: list[PaperRun], path: Path, meta: dict[str, Any],
@@ -471,6 +500,14 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
                              + (f"<td>{e(_control(v))}</td>" if ctl else "")
                              + f"<td class='rule'>{e(v.rule)}</td></tr>")
             parts.append("</table>")
+        rows = _tuning(run)
+        if rows:
+            from optzoo.repro.tuning import TABLE_HEAD, row_cells
+
+            parts.append(f"<h3>Tuning</h3><p class='rule'>{e(_tuning_intro(rows).replace('**', '').replace('`', ''))}</p>"
+                         "<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in TABLE_HEAD) + "</tr>"
+                         + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row_cells(r)) + "</tr>"
+                                   for r in rows) + "</table>")
         if run.judge_error:
             parts.append(f"<p>judge() failed:</p><pre>{e(run.judge_error)}</pre>")
         for fig in figs[1:]:

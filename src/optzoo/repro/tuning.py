@@ -47,8 +47,9 @@ import numpy as np
 from optzoo._core.validation import fail
 from optzoo.repro.evidence import Record
 
-__all__ = ["PART", "Choice", "GridEdgeWarning", "TuningFallbackWarning", "choices_from_records",
-           "load_choice", "load_choices", "render_markdown", "save_choices", "select", "tuning_table"]
+__all__ = ["PART", "TABLE_HEAD", "Choice", "GridEdgeWarning", "TuningFallbackWarning",
+           "choices_from_records", "flagged", "load_choice", "load_choices", "render_markdown",
+           "row_cells", "save_choices", "select", "tuning_table"]
 
 #: The ``part`` of every tuning record (no claim's evidence reads it).
 PART = "tuning"
@@ -409,29 +410,41 @@ def tuning_table(records_per_seed: Sequence[Sequence[Record]]) -> list[dict]:
     return rows
 
 
+TABLE_HEAD = ("context", "arm", "knob", "grid", "tuning seeds, stream", "budget / unit", "chosen (units)",
+              "flags")
+
+
+def row_cells(r: Mapping[str, Any]) -> list[str]:
+    """One row of :func:`tuning_table` as the cells of :data:`TABLE_HEAD`; a choice at a grid
+    end, an unshared grid or budget, a grid of one point and an all-diverged fallback are
+    flagged in the last cell ("-" when none)."""
+    flags = []
+    if r["at_edge"]:
+        flags.append(f"grid end in {r['at_edge']}/{r['units']}")
+    if not r["shared"]:
+        flags.append("grid or budget not shared by every arm")
+    if r["grid_size"] == 1:
+        flags.append("one-point grid")
+    if r["fallback"]:
+        flags.append(f"all diverged in {r['fallback']}/{r['units']}")
+    if r["frozen"]:
+        flags.append("frozen: " + ", ".join(r["frozen"]))
+    grid = r["grid"] if isinstance(r["grid"], str) else "{" + ", ".join(r["grid"]) + "}"
+    seeds = (", ".join(map(str, r["tuning_seeds"])) or "the unit's own") + " on " + "/".join(r["stream"])
+    chosen = ", ".join(f"{k} ({n})" for k, n in r["chosen"].items())
+    return [r["context"] or "-", r["arm"], r["knob"], grid, seeds, str(r["budget"]), chosen,
+            "; ".join(flags) or "-"]
+
+
+def flagged(rows: Sequence[Mapping[str, Any]]) -> int:
+    """How many rows carry a warning flag (a grid end, an unshared grid or budget, all diverged)."""
+    return sum(bool(r["at_edge"] or not r["shared"] or r["fallback"]) for r in rows)
+
+
 def render_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The tuning table as Markdown; a choice at a grid end, an unshared grid or budget, a
-    grid of one point and an all-diverged fallback are flagged in the last column."""
+    """The tuning table as Markdown (:func:`row_cells`)."""
     if not rows:
         return "No tuned knobs.\n"
-    head = ("| context | arm | knob | grid | tuning seeds, stream | budget / unit | chosen (units) | flags |\n"
-            "|---|---|---|---|---|---|---|---|\n")
-    lines = []
-    for r in rows:
-        flags = []
-        if r["at_edge"]:
-            flags.append(f"grid end in {r['at_edge']}/{r['units']}")
-        if not r["shared"]:
-            flags.append("grid or budget not shared by every arm")
-        if r["grid_size"] == 1:
-            flags.append("one-point grid")
-        if r["fallback"]:
-            flags.append(f"all diverged in {r['fallback']}/{r['units']}")
-        if r["frozen"]:
-            flags.append("frozen: " + ", ".join(r["frozen"]))
-        grid = r["grid"] if isinstance(r["grid"], str) else "{" + ", ".join(r["grid"]) + "}"
-        seeds = (", ".join(map(str, r["tuning_seeds"])) or "the unit's own") + " on " + "/".join(r["stream"])
-        chosen = ", ".join(f"{k} ({n})" for k, n in r["chosen"].items())
-        lines.append(f"| {r['context'] or '-'} | {r['arm']} | {r['knob']} | {grid} | {seeds} | "
-                     f"{r['budget']} | {chosen} | {'; '.join(flags) or '-'} |")
-    return head + "\n".join(lines) + "\n"
+    lines = ["| " + " | ".join(TABLE_HEAD) + " |", "|" + "---|" * len(TABLE_HEAD)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row_cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
