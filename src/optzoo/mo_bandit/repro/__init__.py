@@ -371,7 +371,7 @@ def run(config: Config, seed: int, progress) -> list[Record]:
         part = _pretty(name)
         ref_hv, solver, cpu = _reference(P, name, config, seed)
         refs[name] = ref_hv
-        out.append(Record(part, "reference", "hv", "hv", ref_hv))
+        out.append(Record(part, "reference", solver, "hv", ref_hv))  # instance: the solver's name
         out.append(Record(part, "reference", "cpu", "cpu", cpu))
         progress.advance()
         arms = [("dl", "ucb")] + ([("dl_uniform", "uniform")] if name in config.uniform_problems else [])
@@ -399,8 +399,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
         P = _make(name, seed)
         part = _pretty(name)
         if name not in refs:
-            refs[name] = _reference(P, name, config, seed)[0]
-            out.append(Record(part, "reference", "hv", "hv", refs[name]))
+            refs[name], solver, _ = _reference(P, name, config, seed)
+            out.append(Record(part, "reference", solver, "hv", refs[name]))
         for arm, expert in (("dl_paper", "ucb"), ("dl_uniform_paper", "uniform")):
             c0 = time.process_time()
             res = divide_and_learn(P, config.paper_budget, n_weight_vectors=config.paper_weights,
@@ -477,8 +477,11 @@ def notes(per_seed) -> dict[str, str]:
         if n_dl is not None and n_u is not None and r_u is not None:
             bits.append(f"{part}: D&L used {n_dl:.0f} evaluations, the control {n_u:.0f} "
                         f"(HV/reference {r_u:.3f})")
+    solvers = {r.part: r.instance for r in (per_seed[0] if per_seed else ()) if r.arm == "reference"
+               and r.metric == "hv"}
     if bits:
-        out["hv_vs_specialised"] = "Mean over seeds; " + "; ".join(bits)
+        out["hv_vs_specialised"] = ("Mean over seeds; " + "; ".join(bits) + ". References: "
+                                    + ", ".join(f"{p} {s}" for p, s in solvers.items()))
     reached = _mean(per_seed, "reached", "dl")
     e_dl, e_t = _mean(per_seed, "evals_to_target", "dl"), _mean(per_seed, "evals_to_target", "tpe")
     if reached is not None and e_dl is not None and e_t is not None:
