@@ -203,7 +203,7 @@ PAPERS: tuple[Paper, ...] = (
                "MOProblem", "Permutation", "Binary", "Categorical", "Oracle", "BudgetExhausted",
                "bi_tsp", "tri_tsp", "mo_tsp", "bi_knapsack", "bi_cvrp", "separable_categorical",
                "toy_accelerator", "hypervolume", "hv_ratio", "nondominated_mask"),
-          headline_claims=("hv_vs_specialised", "vs_mobo_cost"),
+          headline_claims=("hv_vs_specialised", "vs_mobo_samples", "vs_mobo_cost"),
           implemented=True),
     Paper(17, "dynamic_gs", "Update mixture for explicit dynamic Gaussian splatting",
           "ICML 2026", None, None, "reconstructed", "only the abstract is public",

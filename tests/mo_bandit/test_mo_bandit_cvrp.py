@@ -219,7 +219,8 @@ def test_repro_makes_and_runs_bi_cvrp():
     cfg = dataclasses.replace(repro.SCALES["smoke"], problems=("bi_cvrp20",), regret_variants=(),
                               optuna_budget=0, ws_weights=3, cvrp_time_s=0.05)
     out = repro.run(cfg, 0, NullProgress())
-    rec = out["problems"]["bi_cvrp20"]
-    assert rec["reference"]["solver"] == "WS-OR-Tools routing" and 0 < rec["reference"]["hv"] <= 1
-    assert set(rec["methods"]) == {"D&L", "nsga2", "random"}
-    assert all(0 <= m["hv"] <= 1 and m["nfev"] <= cfg.budget for m in rec["methods"].values())
+    ref = [r for r in out if r.arm == "reference" and r.part == "Bi-CVRP-20" and r.metric == "hv"]
+    assert [r.instance for r in ref] == ["WS-OR-Tools routing"] and 0 < ref[0].value <= 1
+    hv = {r.arm: r.value for r in out if r.metric == "hv" and r.part == "Bi-CVRP-20"}
+    assert {"dl", "nsga2", "random", "reference"} <= set(hv) and all(0 <= v <= 1 for v in hv.values())
+    assert all(r.value == 1.0 for r in out if r.metric == "budget_ok")

@@ -25,6 +25,11 @@ softmax((log W + 0.1 Q') / tau) with probability rho_p = rho_0 (1 - u_p / 2),
 u_p = 1 / (1 + ln(1 + sum_v N[p,v] / n)); else UCB argmax Q' + c sqrt(ln(t+1) / N)
 (``"ts"`` variant: Gaussian posterior sample instead of UCB).
 
+``expert="uniform"`` (not an official config; the reproduction's control) replaces the whole
+expert mix by a uniform draw over the feasible values: the statistics are still updated but
+never read, so nothing is learned; everything else (decomposition, local search, budget) is
+unchanged.
+
 Note (our derivation, see docs): the dual penalty lam_p (c_p - 1) is the same for every value
 at position p, so it shifts all scores of that position equally and can never change a choice
 (argmax and softmax are shift-invariant). It is kept because the official code has it.
@@ -156,6 +161,8 @@ class BanditStats:
 
     def choose(self, p: int, avail: np.ndarray, c_p: int) -> int:
         cfg, rng = self.cfg, self.rng
+        if cfg.expert == "uniform":
+            return int(avail[rng.integers(avail.size)])
         pen = self.lam[p] * (c_p - 1) if cfg.use_lagrangian else 0.0
         q = self.Q[p, avail] - pen
         nn = self.N[p, avail]
@@ -185,6 +192,8 @@ class BanditStats:
         unconstrained binary spaces). Same distribution as :meth:`choose` per position."""
         cfg, rng, n = self.cfg, self.rng, self.n
         valid = self.valid > 0
+        if cfg.expert == "uniform":
+            return np.argmax(np.where(valid, rng.random(self.Q.shape), -1.0), axis=1)
         pen = (self.lam * (counts - 1))[:, None] if cfg.use_lagrangian else 0.0
         q = self.Q - pen
         u = rng.random((2, n))

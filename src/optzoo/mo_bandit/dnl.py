@@ -52,7 +52,7 @@ class DLConfig:
     """Hyperparameters (official ``configs/*.yaml``; ``max_iterations`` = 400 because the base
     class overwrites the config value in its constructor)."""
 
-    expert: str = "ucb"                 # "ucb" or "ts"
+    expert: str = "ucb"                 # "ucb" or "ts" ("uniform": no learning, a control)
     learning_rate: float = 0.5          # eta of EXP3
     ucb_coefficient: float = 3.0
     initial_temperature: float = 1.0
@@ -85,7 +85,7 @@ VARIANTS = {
 
 def _validate_config(cfg: DLConfig) -> DLConfig:
     o = OWNER
-    check_choice("expert", cfg.expert, ("ucb", "ts"), owner=o)
+    check_choice("expert", cfg.expert, ("ucb", "ts", "uniform"), owner=o)
     for name in ("learning_rate", "initial_temperature", "dual_step_size"):
         check_real(name, getattr(cfg, name), owner=o, low=0.0, closed="neither")
     for name in ("ucb_coefficient", "overlap_decay_rate"):
