@@ -94,7 +94,7 @@ def test_each_paper_shows_its_tuning_table_with_flags(tmp_path):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        choices = [select((0.1, 1.0, 10.0), lambda lr, s, arm=arm: (lr - best) ** 2, stream="tune",
+        choices = [select((0.1, 1.0, 10.0), lambda lr, s, best=best: (lr - best) ** 2, stream="tune",
                           seeds=(90000,), arm=arm, knob="lr")
                    for arm, best in (("method", 1.0), ("baseline", 20.0))]
     per_seed = [[r.__dict__ for c in choices for r in c.to_records()]] * 2
