@@ -19,8 +19,13 @@ def _run(tmp_path, scale="smoke", seeds=2, **kw):
                      modules={"selftest": MOD}, **kw)
 
 
+MARK = {"part": "", "arm": "draws", "instance": "marker", "metric": "marker", "value": 1.0}
+
+
 def _metrics(tmp_path, seed):
-    return json.loads((tmp_path / "selftest" / f"seed-{seed}.json").read_text())["metrics"]
+    """A unit's records by metric (the last of each)."""
+    rows = json.loads((tmp_path / "selftest" / f"seed-{seed}.json").read_text())["metrics"]
+    return {r["metric"]: r for r in rows}
 
 
 def test_run_unit_in_process_is_deterministic():
@@ -54,10 +59,10 @@ def test_resume_skips_finished_units(tmp_path):
     assert _run(tmp_path) == 0
     path = tmp_path / "selftest" / "seed-0.json"
     rec = json.loads(path.read_text())
-    rec["metrics"]["marker"] = "kept"
+    rec["metrics"].append(MARK)
     path.write_text(json.dumps(rec))
     assert _run(tmp_path, seeds=3, resume=True) == 0
-    assert _metrics(tmp_path, 0)["marker"] == "kept"  # not recomputed
+    assert _metrics(tmp_path, 0)["marker"] == MARK  # not recomputed
     assert (tmp_path / "selftest" / "seed-2.json").exists()
     # without --resume everything is recomputed
     assert _run(tmp_path) == 0
@@ -78,7 +83,7 @@ def test_resume_reruns_stale_units(tmp_path, monkeypatch):
 
     def marked(**changes):
         r = json.loads(json.dumps(rec))
-        r["metrics"]["marker"] = "old"
+        r["metrics"].append(MARK)
         for key, value in changes.items():
             r["provenance"][key] = value
         return r

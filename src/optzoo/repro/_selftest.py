@@ -11,15 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optzoo._core.rng import np_rng
-from optzoo.repro.claim import Claim, Verdict
+from optzoo.repro.claim import Claim
+from optzoo.repro.evidence import Record, Universal, Value, records_of
 from optzoo.repro.figures import new_figure, save_figure
-from optzoo.repro.judging import judge as decide
 
 CLAIMS = [
     Claim("positive_mean", "The sample mean is positive.", "mean of the seed's draws",
-          direction="greater", threshold=0.0),
+          direction="greater", threshold=0.0, kind="finding", source="ours (synthetic)",
+          evidence=Value("mean", "draws")),
     Claim("draws_finite", "Every draw is finite.", "all draws finite", direction="all",
-          kind="check", unit="seed"),
+          kind="check", unit="seed", source="ours (synthetic)", evidence=Universal("finite", "draws")),
 ]
 
 
@@ -41,7 +42,7 @@ SCALES = {
 }
 
 
-def run(config: Config, seed: int, progress) -> dict:
+def run(config: Config, seed: int, progress) -> list[Record]:
     if seed == config.crash_seed:
         raise RuntimeError(f"deliberate crash for seed {seed}")
     if seed == config.sleep_seed:
@@ -50,24 +51,18 @@ def run(config: Config, seed: int, progress) -> dict:
         time.sleep(120)
     rng = np_rng(seed, "selftest")
     progress.start(config.steps, "drawing")
-    means = []
-    for _ in range(config.steps):
-        means.append(float(rng.normal(0.5, 1.0, size=config.n).mean()))
+    out = []
+    for step in range(config.steps):
+        draws = rng.normal(0.5, 1.0, size=config.n)
+        out += [Record("", "draws", f"step{step}", "mean", float(draws.mean())),
+                Record("", "draws", f"step{step}", "finite", float(bool((abs(draws) < float("inf")).all())))]
         progress.advance()
-    return {"mean": sum(means) / len(means), "means": means}
+    return out
 
 
-def judge(per_seed: list[dict]) -> list[Verdict]:
-    c = {c.id: c for c in CLAIMS}
-    return [
-        decide(c["positive_mean"], [r["mean"] for r in per_seed]),
-        decide(c["draws_finite"], [all(abs(m) < float("inf") for m in r["means"]) for r in per_seed]),
-    ]
-
-
-def figures(per_seed: list[dict], outdir: Path) -> list[Path]:
+def figures(per_seed: list[list[Record]], outdir: Path) -> list[Path]:
     fig, ax = new_figure(figsize=(4, 3))
-    ax.plot([r["mean"] for r in per_seed], "o")
+    ax.plot([sum(r.value for r in seed) / len(seed) for seed in records_of(per_seed, metric="mean")], "o")
     ax.set_xlabel("seed index")
     ax.set_ylabel("mean")
     return [save_figure(fig, Path(outdir) / "means.png", dpi=80)]

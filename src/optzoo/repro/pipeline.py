@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optzoo.repro.claim import PaperRun, Verdict
+from optzoo.repro.claim import PaperRun
 from optzoo.repro.runner import (
     Unit,
     UnitOutcome,
@@ -46,38 +46,22 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
     if not per_seed:
         return run
     try:
+        from optzoo.repro.evidence import as_records
+        from optzoo.repro.judging import check_claims, judge_claims
+
         mod = importlib.import_module(module)
         run.headline = _headline(slug)
-        if hasattr(mod, "judge"):  # a room not yet on records: its own judge() over dicts
-            verdicts = list(mod.judge(per_seed))
-        else:  # records and declared evidence: the harness judges every claim the same way
-            from optzoo.repro.evidence import as_records
-            from optzoo.repro.judging import check_claims, judge_claims
-
-            check_claims(mod.CLAIMS)
-            per_seed = [as_records(seed) for seed in per_seed]
-            notes = mod.notes(per_seed) if hasattr(mod, "notes") else None
-            verdicts = judge_claims(mod.CLAIMS, per_seed, scale=scale, notes=notes)
-        for v in verdicts:
-            if not isinstance(v, Verdict):
-                raise TypeError(f"judge() of {slug} returned {type(v).__name__}, not Verdict")
-        ids, claimed = [v.claim for v in verdicts], [c.id for c in mod.CLAIMS]
-        if ids != claimed:
-            raise ValueError(f"judge() of {slug} must return one verdict per CLAIMS entry, in "
-                             f"order: {claimed}. Got {ids}.")
-        kinds = {c.id: c.kind for c in mod.CLAIMS}
-        for v in verdicts:
-            if v.kind != kinds[v.claim]:
-                raise ValueError(f"judge() of {slug}: verdict {v.claim!r} has kind {v.kind!r}, "
-                                 f"CLAIMS says {kinds[v.claim]!r}")
-        run.verdicts = verdicts
+        check_claims(mod.CLAIMS)
+        per_seed = [as_records(seed) for seed in per_seed]
+        notes = mod.notes(per_seed) if hasattr(mod, "notes") else None
+        run.verdicts = judge_claims(mod.CLAIMS, per_seed, scale=scale, notes=notes)
         if make_figures:
             from optzoo.repro.figures import forest_plot
 
             figdir = Path(out) / slug / "figures"
             figdir.mkdir(parents=True, exist_ok=True)
-            forest = forest_plot(verdicts, figdir / "forest.png",
-                                 f"{slug}: estimates and {100 * (verdicts[0].level or 0.95):g}% intervals")
+            forest = forest_plot(run.verdicts, figdir / "forest.png",
+                                 f"{slug}: estimates and {100 * (run.verdicts[0].level or 0.95):g}% intervals")
             run.figures = ([str(forest)] if forest else []) + [
                 str(p) for p in (mod.figures(per_seed, figdir) or []) if Path(p).name != "forest.png"]
     except Exception:

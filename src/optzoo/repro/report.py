@@ -271,7 +271,7 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
     checks = _table(runs, "check")
     if checks:
         lines += ["", "### Checks of our implementation (not counted)", "", *checks]
-    problems = [f"- {r.slug}: judge() failed (see its section)" for r in runs if r.judge_error]
+    problems = [f"- {r.slug}: judging failed (see its section)" for r in runs if r.judge_error]
     problems += [f"- {r.slug}: seed {s} crashed (see its section)" for r in runs for s in sorted(r.errors)]
     if problems:
         lines += ["", "### Problems", "", *problems]
@@ -315,7 +315,7 @@ def paper_lines(run: PaperRun, fig_link, heading: str = "##") -> list[str]:
 
         lines += ["", f"{heading}# Tuning", "", _md(_tuning_intro(rows)), "", render_markdown(rows).rstrip()]
     if run.judge_error:
-        lines += ["", "judge() failed:", "", "```", run.judge_error.rstrip(), "```"]
+        lines += ["", "judging failed:", "", "```", run.judge_error.rstrip(), "```"]
     for fig in run.figures[1:]:
         lines += ["", f"![{Path(fig).stem}]({fig_link(fig)})"]
     for seed, tb in sorted(run.errors.items()):
@@ -509,7 +509,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
                          + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row_cells(r)) + "</tr>"
                                    for r in rows) + "</table>")
         if run.judge_error:
-            parts.append(f"<p>judge() failed:</p><pre>{e(run.judge_error)}</pre>")
+            parts.append(f"<p>judging failed:</p><pre>{e(run.judge_error)}</pre>")
         for fig in figs[1:]:
             parts.append(_img(fig))
         for seed, tb in sorted(run.errors.items()):

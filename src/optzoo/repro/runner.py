@@ -230,7 +230,7 @@ def run_unit(unit: Unit, scale: str, threads: int = 1, progress_queue=None) -> d
         config = mod.SCALES[scale]
         record["config"] = to_jsonable(config)
         metrics = mod.run(config, unit.seed, progress)
-        # Round-trip through JSON so fresh and resumed units look identical to judge().
+        # Round-trip through JSON so fresh and resumed units look identical to the judge.
         record["metrics"] = json.loads(json.dumps(to_jsonable(metrics)))
         record["status"] = "ok"
         record["provenance"] = provenance(config)
