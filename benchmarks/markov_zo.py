@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         r.history, wall, target)
     orc = _oracle(d, a.tau, 0)
     t = time.perf_counter()
-    r = spsa_minimize(orc, x0, niter=a.calls // 2, a=0.5, c=1.0, record_every=10, seed=0)
+    r = spsa_minimize(orc, x0, max_iter=a.calls // 2, a=0.5, c=1.0, record_every=10, seed=0)
     wall = time.perf_counter() - t
     rows["spsa"] = {"wall_s": wall, "calls": r.nfev, "calls_per_s": r.nfev / wall,
                     "final_err": float(np.sum(r.x ** 2))}

@@ -90,7 +90,7 @@ def _ot_part() -> dict:
         v = ot.stochastic.averaged_sgd_entropic_transport(a, b, C, eps, numItermax=S, lr=eps * 1000, random_state=0)
     t_pot = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = semidiscrete_eot(xs, yt, eps=eps, rho=1e-3, n_iter=S // 50, batch_size=50,
+    res = semidiscrete_eot(xs, yt, eps=eps, rho=1e-3, max_iter=S // 50, batch_size=50,
                            lr=eps * 1000 * math.sqrt(50) * 3, seed=0)
     t_safe = time.perf_counter() - t0
     return {"pot_asgd": {"seconds": t_pot, "gap": d_star - semi_dual_objective(v, xs, yt, eps=eps)},

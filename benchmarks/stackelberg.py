@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     Y1 = torch.nn.functional.one_hot(y, 10).double()
     m64 = model.double()
     rows["curvature_phi_and_L_20_hvps"] = {"s_per_call": _time(
-        lambda: curvature(m64, "mse", X.double(), Y1, iters=20), 3)}
+        lambda: curvature(m64, "mse", X.double(), Y1, max_iter=20), 3)}
     base = rows["sgd"]["s_per_step"]
     ratios = {"simultaneous / sgd": rows["stackelberg_simultaneous"]["s_per_step"] / base,
               "alternating / sgd": rows["stackelberg_alternating"]["s_per_step"] / base,

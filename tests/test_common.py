@@ -480,10 +480,10 @@ def _markov_rows():
 
     def sgd(**kw):
         return markov_sgd_minimize(_zo_oracle(grad=True), kw.pop("x0", x0),
-                                   **{"mu": 1.0, "iterations": 200, **kw})
+                                   **{"mu": 1.0, "max_iter": 200, **kw})
 
     def spsa(**kw):
-        return spsa_minimize(_zo_oracle(), kw.pop("x0", x0), **{"niter": 100, **kw})
+        return spsa_minimize(_zo_oracle(), kw.pop("x0", x0), **{"max_iter": 100, **kw})
 
     def shared(fn, owner):
         return [
@@ -522,7 +522,7 @@ def _markov_rows():
                    diverge={"lr": 1e3}),
         SolverInfo("spsa_minimize", spsa, stochastic=True,
                    bad=[*shared(spsa, "spsa_minimize"),
-                        Bad("niter<1", lambda: spsa(niter=0), ValueError, r"'niter' argument of spsa_minimize"),
+                        Bad("max_iter<1", lambda: spsa(max_iter=0), ValueError, r"'max_iter' argument of spsa_minimize"),
                         Bad("a<=0", lambda: spsa(a=-1.0), ValueError, r"'a' argument of spsa_minimize")],
                    nonfinite=Bad("x0 NaN", lambda: spsa(x0=nan_x0), ValueError,
                                  r"'x0' argument of spsa_minimize must .*finite"),
@@ -538,14 +538,14 @@ def _eot_rows():
 
     def run(**kw):
         return semidiscrete_eot(kw.pop("source", src), kw.pop("target", tgt),
-                                **{"n_iter": 60, "batch_size": 8, **kw})
+                                **{"max_iter": 60, "batch_size": 8, **kw})
 
     bad_src = src.copy()
     bad_src[3, 1] = np.inf
     return [SolverInfo(
         "semidiscrete_eot", run, stochastic=True,
         bad=[Bad("eps<=0", lambda: run(eps=0.0), ValueError, r"'eps' argument of semidiscrete_eot"),
-             Bad("n_iter<1", lambda: run(n_iter=0), ValueError, r"'n_iter' argument of semidiscrete_eot"),
+             Bad("max_iter<1", lambda: run(max_iter=0), ValueError, r"'max_iter' argument of semidiscrete_eot"),
              Bad("batch_size float", lambda: run(batch_size=2.5), TypeError,
                  r"'batch_size' argument of semidiscrete_eot"),
              Bad("target 1-D", lambda: run(target=np.ones(3)), ValueError, r"'target' argument of semidiscrete_eot"),

@@ -210,7 +210,7 @@ PAPERS: tuple[Paper, ...] = (
           "optimizer for splatting",
           "Under large motion, an update mixture for explicit dynamic splatting gives consistent "
           "improvements and reduced generalization issues.",
-          api=("UpdateMixtureAdam", "update_mixture_adam_update", "StochasticAttributeAveraging",
+          api=("UpdateMixtureAdam", "mixture_adam_update", "StochasticAttributeAveraging",
                "RestateConfig", "RegSpec", "RowState", "make_optimizers", "check_visibility",
                "MaskedAdam", "sparse_row_grad", "rasterize", "project", "Camera", "look_at",
                "quat_to_rotmat", "init_stg", "stg_attributes", "render_stg", "spacetime_visibility",

@@ -215,3 +215,11 @@ def test_swap_polish_reaches_a_swap_local_optimum():
             assert edges_within(g.adj, trial) <= after
     with pytest.raises(ValueError, match=r"'nodes' argument of swap_polish must be 1 to n = 60 distinct .* Got 2 indices in \[0, 99\]"):
         swap_polish(g, [0, 99])
+
+
+def test_adamw_dks_old_steps_keyword_still_works():
+    """``steps=`` (before December 2026) is the room's ``max_iter``, for one more release."""
+    new = dks.adamw_dks(KARATE, 5, max_iter=7)
+    with pytest.warns(FutureWarning, match="'steps' argument of adamw_dks was renamed to 'max_iter'"):
+        old = dks.adamw_dks(KARATE, 5, steps=7)
+    assert old.nit == new.nit == 7 and old.loss_trace == new.loss_trace

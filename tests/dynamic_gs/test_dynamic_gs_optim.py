@@ -13,8 +13,8 @@ from optzoo.dynamic_gs import (
     StochasticAttributeAveraging,
     UpdateMixtureAdam,
     make_optimizers,
+    mixture_adam_update,
     sparse_row_grad,
-    update_mixture_adam_update,
 )
 
 D = torch.float64
@@ -79,9 +79,24 @@ def test_pure_update_equals_the_class():
     for t, (m, g) in enumerate(zip(masks, grads, strict=True), start=1):
         w.grad = g
         opt.step(visibility=m)
-        p, s = update_mixture_adam_update(p, g, s, m, lr=0.1, cc=1e-2, step=t)
+        p, s = mixture_adam_update(p, g, s, m, lr=0.1, cc=1e-2, step=t)
     torch.testing.assert_close(w.detach(), p, rtol=0, atol=0)
     torch.testing.assert_close(opt.state[w]["count"], s.count)
+
+
+
+def test_old_name_of_the_pure_update_warns_and_delegates():
+    """``update_mixture_adam_update`` (before December 2026) is a deprecated alias for one release."""
+    import optzoo.dynamic_gs as dgs
+
+    assert "update_mixture_adam_update" not in dgs.__all__
+    p, g = torch.zeros(3, 1, dtype=D), torch.ones(3, 1, dtype=D)
+    s = RowState(torch.zeros(3, 1, dtype=D), torch.zeros(3, 1, dtype=D), torch.zeros(3, dtype=D))
+    m = torch.tensor([True, False, True])
+    new = mixture_adam_update(p, g, s, m, lr=0.1)
+    with pytest.warns(FutureWarning, match="^update_mixture_adam_update was renamed to mixture_adam_update"):
+        old = dgs.update_mixture_adam_update(p, g, s, m, lr=0.1)
+    assert torch.equal(new[0], old[0]) and torch.equal(new[1].count, old[1].count)
 
 
 def test_dense_cc_zero_is_torch_adam():

@@ -31,7 +31,7 @@ def _orc(d=3):
 def test_solver_argument_errors(kw, exc, match):
     args = {"lr": 0.1, **kw}
     with pytest.raises(exc, match=match):
-        markov_zo_minimize(_orc(), np.ones(3), iterations=2, **args)
+        markov_zo_minimize(_orc(), np.ones(3), max_iter=2, **args)
 
 
 def test_dimension_mismatch_and_nonfinite_start():
@@ -42,13 +42,13 @@ def test_dimension_mismatch_and_nonfinite_start():
     with pytest.raises(ValueError, match=r"'X'.*shape \(n, 3\).*Got \(1, 2\)"):
         _orc().values(np.ones(2))
     with pytest.raises(ValueError, match=r"'x0' argument of spsa_minimize.*Got shape \(2,\)"):
-        spsa_minimize(_orc(), np.ones(2), niter=3)
+        spsa_minimize(_orc(), np.ones(2), max_iter=3)
 
 
 def test_nonfinite_oracle_values_raise():
     orc = MarkovOracle(lambda x, z: float("nan"), StickyChain([0.0, 1.0], 0.5), dim=2)
     with pytest.raises(ValueError, match="must return finite values"):
-        markov_zo_minimize(orc, np.ones(2), lr=0.1, iterations=3)
+        markov_zo_minimize(orc, np.ones(2), lr=0.1, max_iter=3)
     orc = MarkovOracle(lambda x, z: float("inf"), StickyChain([0.0, 1.0], 0.5), dim=2)
     with pytest.raises(ValueError, match="must return finite values"):
         orc.pair(np.zeros(2), np.ones(2))
@@ -59,7 +59,7 @@ def test_oracle_values_that_are_not_numbers_raise(ret, got):  # trial 2, item 8
     orc = MarkovOracle(lambda x, z: ret, StickyChain([0.0, 1.0], 0.5), dim=2)
     with pytest.raises(TypeError, match=r"The 'fun' argument of MarkovOracle must be a callable "
                                         r"F\(x, z\) returning one real number\. Got " + got):
-        markov_zo_minimize(orc, np.ones(2), lr=0.1, iterations=3)
+        markov_zo_minimize(orc, np.ones(2), lr=0.1, max_iter=3)
     vec = MarkovOracle(lambda X, Z: "ab", StickyChain([0.0, 1.0], 0.5), dim=2, vectorized=True)
     with pytest.raises(TypeError, match=r"The 'fun' argument of MarkovOracle must be a vectorized"):
         vec.values(np.ones((2, 2)))
@@ -83,20 +83,20 @@ def test_two_point_needs_pairs_and_oracle_kinds():
             return np.zeros(len(X))
 
     with pytest.raises(TypeError, match=r"must expose pairs\(\)"):
-        markov_zo_minimize(OnlyValues(), np.ones(2), lr=0.1, iterations=1)
-    res = markov_zo_minimize(OnlyValues(), np.ones(2), lr=0.1, iterations=2, feedback="one_point")
+        markov_zo_minimize(OnlyValues(), np.ones(2), lr=0.1, max_iter=1)
+    res = markov_zo_minimize(OnlyValues(), np.ones(2), lr=0.1, max_iter=2, feedback="one_point")
     assert res.nit == 2
     with pytest.raises(TypeError, match=r"'chain' argument of MarkovOracle"):
         MarkovOracle(lambda x, z: 0.0, object(), dim=2)
     with pytest.raises(TypeError, match=r"needs a 'grad'"):
-        markov_sgd_minimize(_orc(), np.ones(3), lr=0.1, iterations=1)
+        markov_sgd_minimize(_orc(), np.ones(3), lr=0.1, max_iter=1)
 
 
 def test_projection_shape_and_max_level_warning():
     with pytest.raises(ValueError, match=r"'project'.*shape \(3,\)"):
-        markov_zo_minimize(_orc(), np.ones(3), lr=0.1, iterations=1, project=lambda x: x[:2])
+        markov_zo_minimize(_orc(), np.ones(3), lr=0.1, max_iter=1, project=lambda x: x[:2])
     with pytest.warns(UserWarning, match="not a power of 2"):
-        markov_zo_minimize(_orc(), np.ones(3), lr=0.1, iterations=1, max_level=10)
+        markov_zo_minimize(_orc(), np.ones(3), lr=0.1, max_iter=1, max_level=10)
 
 
 def test_torch_optimizer_errors():
@@ -133,7 +133,7 @@ def test_objective_far_above_its_start_is_diverged_not_success():
     orc = _aniso_oracle([1e3, 1e3, 1e3], grad=False)
     with pytest.warns(NotConvergedWarning, match=r"markov_zo_minimize: diverged by the end of the "
                                                  r"run: objective .* exceeds its start"):
-        res = markov_zo_minimize(orc, np.ones(3), lr=3e-3, iterations=8, batching="fixed")
+        res = markov_zo_minimize(orc, np.ones(3), lr=3e-3, max_iter=8, batching="fixed")
     assert res.status == "diverged" and not res.success
     assert np.linalg.norm(res.x) < 1e8  # the iterate rule alone would have called it a budget stop
 
@@ -143,6 +143,6 @@ def test_markov_sgd_default_schedule_is_stable_when_L_exceeds_mu_d():
     far from x* = 0 as a success; k0 = 4 L / mu with L estimated at x0 converges."""
     from optzoo.markov_zo import markov_sgd_minimize
 
-    res = markov_sgd_minimize(_aniso_oracle([10.0, 0.1, 0.1]), np.ones(3), mu=0.1, iterations=3000)
+    res = markov_sgd_minimize(_aniso_oracle([10.0, 0.1, 0.1]), np.ones(3), mu=0.1, max_iter=3000)
     assert res.success and 5.0 < res.extra["smoothness"] < 20.0
     assert np.linalg.norm(res.x) < 0.5  # from |x0| = 1.7: the old default ended at |x| > 1e3

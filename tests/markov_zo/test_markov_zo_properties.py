@@ -192,7 +192,7 @@ def test_determinism_and_baselines_reach_optimum():
     orc, _ = _quad_oracle(d, StickyChain([-1.0, 1.0], stay_prob=0.7, seed=4), grad=True)
     r = markov_sgd_minimize(orc, np.ones(d), mu=1.0, max_cost=3000, seed=0)
     assert np.sum(r.x ** 2) < 0.05
-    r = spsa_minimize(orc, np.ones(d), niter=3000, a=0.5, c=1.0, seed=0)
+    r = spsa_minimize(orc, np.ones(d), max_iter=3000, a=0.5, c=1.0, seed=0)
     assert np.sum(r.x ** 2) < 0.2 and r.nfev == 6001
 
 
@@ -202,7 +202,7 @@ def test_spsa_identical_to_noisyopt():
     noisyopt = pytest.importorskip("noisyopt")
     orc, _ = _quad_oracle(4, StickyChain([-1.0, 1.0], stay_prob=0.9, seed=1))
     state = np.random.get_state()[1][:5].copy()
-    ours = spsa_minimize(orc, np.ones(4), niter=200, a=0.5, c=1.0, seed=3)
+    ours = spsa_minimize(orc, np.ones(4), max_iter=200, a=0.5, c=1.0, seed=3)
     assert np.array_equal(np.random.get_state()[1][:5], state)  # global RNG untouched
     ref_orc, _ = _quad_oracle(4, StickyChain([-1.0, 1.0], stay_prob=0.9, seed=1))
     np.random.seed(3)

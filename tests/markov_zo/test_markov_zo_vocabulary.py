@@ -87,16 +87,31 @@ def test_estimate_smoothness_on_known_hessians():
 
 def test_fixed_budget_baselines_report_budget_used():
     orc, _, lam, _ = _ridge(d=4)
-    assert spsa_minimize(orc, np.zeros(4), niter=50, a=0.01, seed=0).status is Status.BUDGET
+    assert spsa_minimize(orc, np.zeros(4), max_iter=50, a=0.01, seed=0).status is Status.BUDGET
     r = markov_sgd_minimize(MarkovOracle(lambda x, z: float(x @ x), StickyChain([0.0], 0.0), dim=2,
-                                         grad=lambda x, z: 2 * x), np.ones(2), lr=0.1, iterations=5)
+                                         grad=lambda x, z: 2 * x), np.ones(2), lr=0.1, max_iter=5)
     assert r.status is Status.BUDGET and r.success
 
+
+
+def test_old_iteration_keywords_warn_and_give_the_same_run():
+    """``iterations=`` / ``niter=`` (before December 2026) map to ``max_iter`` for one release."""
+    orc = lambda: MarkovOracle(lambda x, z: float(x @ x), StickyChain([0.0], 0.0), dim=2,  # noqa: E731
+                               grad=lambda x, z: 2 * x)
+    new = spsa_minimize(orc(), np.ones(2), max_iter=20, a=0.01, seed=0)
+    with pytest.warns(FutureWarning, match="'niter' argument of spsa_minimize was renamed to 'max_iter'"):
+        old = spsa_minimize(orc(), np.ones(2), niter=20, a=0.01, seed=0)
+    assert np.array_equal(new.x, old.x) and old.nit == 20
+    for fn, kw in ((markov_zo_minimize, {}), (markov_sgd_minimize, {})):
+        new = fn(orc(), np.ones(2), lr=0.1, max_iter=7, seed=0, **kw)
+        with pytest.warns(FutureWarning, match=f"'iterations' argument of {fn.__name__} was renamed to 'max_iter'"):
+            old = fn(orc(), np.ones(2), lr=0.1, iterations=7, seed=0, **kw)
+        assert np.array_equal(new.x, old.x) and old.nit == new.nit == 7
 
 def test_spsa_divergence_is_detected_by_growth():
     orc = MarkovOracle(lambda x, z: float(-(x @ x)), StickyChain([0.0], 0.0), dim=2)
     with pytest.warns(NotConvergedWarning, match="spsa_minimize: diverged"):
-        r = spsa_minimize(orc, np.ones(2), niter=500, a=1.0, seed=0)
+        r = spsa_minimize(orc, np.ones(2), max_iter=500, a=1.0, seed=0)
     assert r.status is Status.DIVERGED and r.nit < 500
 
 

@@ -55,10 +55,10 @@ def test_bad_scores_and_shapes():
         SafeLogSumExp(groups=(-1,))
     with pytest.raises(TypeError, match=r"The 'source' argument of semidiscrete_eot must be a sampler "
                                         r"source\(n, generator\) returning an \(n, 2\) array.*Got 'NoneType'"):
-        semidiscrete_eot(lambda n, g: None, torch.randn(5, 2), n_iter=3)
+        semidiscrete_eot(lambda n, g: None, torch.randn(5, 2), max_iter=3)
     with pytest.raises(ValueError, match=r"The 'source' argument of semidiscrete_eot must be a sampler.*"
                                          r"Got 'shape \(4, 3\)'"):
-        semidiscrete_eot(lambda n, g: torch.zeros(n, 3), torch.randn(5, 2), n_iter=3, batch_size=4)
+        semidiscrete_eot(lambda n, g: torch.zeros(n, 3), torch.randn(5, 2), max_iter=3, batch_size=4)
 
 
 def test_large_rho_warns():
@@ -112,13 +112,17 @@ def test_ot_solver_matches_ground_truth_and_sinkhorn():
     a, b = np.full(150, 1 / 150), np.full(20, 1 / 20)
     _, log = ot.sinkhorn(a, b, C, eps, method="sinkhorn_log", numItermax=20000, stopThr=1e-11, log=True)
     assert semi_dual_objective(eps * log["log_v"], xs, yt, eps=eps) == pytest.approx(d_star, abs=1e-6)
-    res = semidiscrete_eot(xs, yt, eps=eps, rho=1e-3, n_iter=600, batch_size=50, seed=0)
+    res = semidiscrete_eot(xs, yt, eps=eps, rho=1e-3, max_iter=600, batch_size=50, seed=0)
     gap = d_star - semi_dual_objective(res.x, xs, yt, eps=eps)
     assert 0 <= gap < 0.05
     # tiny eps: finite and deterministic
-    r1 = semidiscrete_eot(xs, yt, eps=1e-3, n_iter=30, batch_size=10, seed=3)
-    r2 = semidiscrete_eot(xs, yt, eps=1e-3, n_iter=30, batch_size=10, seed=3)
+    r1 = semidiscrete_eot(xs, yt, eps=1e-3, max_iter=30, batch_size=10, seed=3)
+    r2 = semidiscrete_eot(xs, yt, eps=1e-3, max_iter=30, batch_size=10, seed=3)
     assert np.isfinite(r1.x).all() and np.array_equal(r1.x, r2.x)
+    # n_iter= (before December 2026) still works for one release, with a FutureWarning
+    with pytest.warns(FutureWarning, match="'n_iter' argument of semidiscrete_eot was renamed to 'max_iter'"):
+        r3 = semidiscrete_eot(xs, yt, eps=1e-3, n_iter=30, batch_size=10, seed=3)
+    assert np.array_equal(r1.x, r3.x) and r3.nit == 30
     with pytest.raises(ValueError, match="'eps' argument of semidiscrete_eot"):
         semidiscrete_eot(xs, yt, eps=0.0)
 

@@ -107,11 +107,11 @@ def test_curvature_validation():
         curvature(net, "mse", X, y, which=("hessian",))
     with pytest.raises(ValueError, match=r"'method' argument of hessian_top_eig must be one of"):
         hessian_top_eig(lambda x: (x ** 2).sum(), [torch.ones(2)], method="arnoldi")
-    with pytest.raises(ValueError, match=r"'iters' argument of hessian_top_eig must be an int in"):
-        hessian_top_eig(lambda x: (x ** 2).sum(), [torch.ones(2)], iters=0)
+    with pytest.raises(ValueError, match=r"'max_iter' argument of hessian_top_eig must be an int in"):
+        hessian_top_eig(lambda x: (x ** 2).sum(), [torch.ones(2)], max_iter=0)
     # December trial D14: these were raised deep inside (or raw), naming other functions
-    with pytest.raises(ValueError, match=r"'iters' argument of curvature must be an int in"):
-        curvature(net, "mse", X, y, iters=0)
+    with pytest.raises(ValueError, match=r"'max_iter' argument of curvature must be an int in"):
+        curvature(net, "mse", X, y, max_iter=0)
     with pytest.raises(ValueError, match=r"'lam' argument of curvature must be a finite real number "
                                          r"in \(0, inf\)\. Got 0\.0"):
         curvature(net, "mse", X, y, lam=0.0)

@@ -242,12 +242,12 @@ def test_top_eigenvalue_matches_dense_eigendecomposition():
     g = torch.Generator().manual_seed(8)
     X, y = torch.randn(30, 4, generator=g, dtype=DT), torch.randn(30, 1, generator=g, dtype=DT)
     Hphi, HL = _explicit_hessians(model, X, y, LAM)
-    got = curvature(model, "mse", X, y, lam=LAM, iters=40)
+    got = curvature(model, "mse", X, y, lam=LAM, max_iter=40)
     for key, H in (("phi", Hphi), ("L", HL)):
         want = float(torch.linalg.eigvalsh(H)[-1])
         assert abs(got[key] - want) <= 1e-4 * abs(want), (key, got[key], want)
     # 20 Lanczos steps already give the top eigenvalue of this 40-dimensional Hessian
-    assert abs(curvature(model, "mse", X, y, lam=LAM, iters=20)["phi"]
+    assert abs(curvature(model, "mse", X, y, lam=LAM, max_iter=20)["phi"]
                - float(torch.linalg.eigvalsh(Hphi)[-1])) <= 1e-4 * abs(float(torch.linalg.eigvalsh(Hphi)[-1]))
 
 
@@ -257,12 +257,14 @@ def test_hessian_top_eig_on_explicit_quadratic():
     A = A + A.T
     x = torch.zeros(50, dtype=DT)
     want = float(torch.linalg.eigvalsh(A)[-1])
-    got = hessian_top_eig(lambda z: 0.5 * z @ A @ z, [x], iters=50)
+    got = hessian_top_eig(lambda z: 0.5 * z @ A @ z, [x], max_iter=50)
+    with pytest.warns(FutureWarning, match="'iters' argument of hessian_top_eig was renamed to 'max_iter'"):
+        assert hessian_top_eig(lambda z: 0.5 * z @ A @ z, [x], iters=50) == got  # the name until Dec 2026
     assert abs(got - want) <= 1e-8 * abs(want)
     # power iteration: the eigenvalue of largest magnitude, here with a clear gap (5 vs 2)
     Q, _ = torch.linalg.qr(torch.randn(50, 50, generator=g, dtype=DT))
     B = Q @ torch.diag(torch.cat([torch.tensor([5.0], dtype=DT), torch.linspace(-2, 2, 49, dtype=DT)])) @ Q.T
-    got = hessian_top_eig(lambda z: 0.5 * z @ B @ z, [x], iters=200, method="power")
+    got = hessian_top_eig(lambda z: 0.5 * z @ B @ z, [x], max_iter=200, method="power")
     assert abs(got - 5.0) <= 1e-4 * 5.0
 
 

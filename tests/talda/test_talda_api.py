@@ -96,6 +96,26 @@ def test_agda_theory_steps_and_not_converged_warning():
     assert theory_steps("ttgda", QC) == pytest.approx((1 / QC.L_y / (QC.L_y / QC.mu_y) ** 2, 1 / QC.L_y))
 
 
+
+@pytest.mark.parametrize("solve", ["talda", "minimax"])
+def test_budget_stop_warns_through_the_one_helper_at_the_caller(solve):
+    """The budget stop goes through optzoo._core.result.warn_not_converged (talda's own helper of
+    that name, with another signature, is gone): same sentence in the warning and the message."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if solve == "talda":
+            res = talda_solve(quad, t(1.0), t(1.0), constants=QC, max_iter=3)
+        else:
+            res = minimax_solve(quad, t(1.0), t(1.0), method="agda", constants=QC, max_iter=3)
+    (w,) = [c for c in caught if c.category is NotConvergedWarning]
+    owner = "talda_solve" if solve == "talda" else "minimax_solve"
+    assert res.status == Status.USER_LIMIT and res.message == str(w.message)
+    assert res.message.startswith(f"{owner}: |grad f| = ") and res.message.endswith("after 3 iterations")
+    assert w.filename == __file__
+
+
 @pytest.mark.parametrize("method", ["gda", "eg", "ogda"])
 def test_mirror_symmetry(method):
     f = yang2d().torch_f

@@ -14,6 +14,12 @@ constraints [B, G, k] feasible iff <= 0) to advantages [B, G]; the same policy-g
    :math:`-v`. Re-implemented here because TRL computes it inside ``GRPOTrainer`` only.
 4. :func:`pareto_rank_advantages`: ParetoPO-style constrained non-dominated-sorting rank
    (Deb's rules), :math:`-\\text{rank}` z-scored in the group.
+
+Every within-group z-score here is the project's one GRPO advantage,
+:func:`optzoo._core.advantages.group_advantages`, with TRL's convention, as these baselines
+stand for what a TRL user runs: the unbiased (Bessel) standard deviation and ``eps=1e-4``
+(TRL 1.16 ``trl/trainer/grpo_trainer.py`` lines 2770 and 2787, its ``nanstd`` in
+``trl/trainer/utils.py`` lines 1041-1043).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from optzoo._core.advantages import group_advantages
 from optzoo._core.validation import check_real, fail
 
 __all__ = ["LagrangianGRPO", "gdpo_advantages", "grpo_weighted_sum", "nondominated_rank",
@@ -46,8 +53,9 @@ def _violation(constraints, F):
     return g.clamp(min=0).sum(-1)
 
 
-def _group_z(r, eps=1e-4):
-    return (r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + eps)
+def _trl_group_z(r):
+    """Within-group z-score of [B, G, ...] along G, TRL's convention (unbiased std, eps 1e-4)."""
+    return group_advantages(r, std="unbiased", eps=1e-4, dim=1)
 
 
 def grpo_weighted_sum(objectives, constraints=None, *, senses=None, weights=None, penalty=1.0):
@@ -56,7 +64,7 @@ def grpo_weighted_sum(objectives, constraints=None, *, senses=None, weights=None
     w = torch.ones(F.shape[-1], dtype=F.dtype) if weights is None else torch.as_tensor(weights, dtype=F.dtype)
     penalty = check_real("penalty", penalty, owner="grpo_weighted_sum", low=0.0)
     r = (F * w).sum(-1) - penalty * _violation(constraints, F)
-    return _group_z(r)
+    return _trl_group_z(r)
 
 
 class LagrangianGRPO:
@@ -78,7 +86,7 @@ class LagrangianGRPO:
         r = (F * w).sum(-1) - (g.clamp(min=0) * mu).sum(-1)
         rate = (g > 0).to(F.dtype).mean((0, 1)).numpy()
         self.mu = np.maximum(0.0, self.mu + self.lr_mu * (rate - self.target))
-        return _group_z(r)
+        return _trl_group_z(r)
 
 
 def gdpo_advantages(objectives, constraints=None, *, senses=None, weights=None):
@@ -86,7 +94,7 @@ def gdpo_advantages(objectives, constraints=None, *, senses=None, weights=None):
     F = _signed(objectives, senses)
     R = torch.cat([F, -_violation(constraints, F)[..., None]], -1) if constraints is not None else F
     w = torch.ones(R.shape[-1], dtype=F.dtype) if weights is None else torch.as_tensor(weights, dtype=F.dtype)
-    z = (R - R.mean(1, keepdim=True)) / (R.std(1, keepdim=True) + 1e-4)
+    z = _trl_group_z(R)
     r = (z * w).sum(-1)
     return (r - r.mean()) / (r.std() + 1e-4)
 
@@ -119,4 +127,4 @@ def pareto_rank_advantages(objectives, constraints=None, *, senses=None):
     z-scored in the group. Depends only on within-group orders (scale invariant)."""
     F = _signed(objectives, senses)
     rank = nondominated_rank(F, _violation(constraints, F))
-    return _group_z(-rank.to(F.dtype))
+    return _trl_group_z(-rank.to(F.dtype))

@@ -31,6 +31,7 @@ import numpy as np
 from pyepo import EPO
 from pyepo.model.opt import optModel
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import warn_not_converged
 from optzoo._core.validation import (
     check_array,
@@ -759,8 +760,9 @@ class PortfolioModel(optModel):
        :math:`C=c_S^\top\Sigma_S^{-1}c_S`); an active-set walk over supports (drop a negative
        weight, add the asset with the largest positive reduced return) stops at a point
        where every KKT condition holds (checked by :meth:`kkt_residual`), i.e. the optimum;
-    3. should the walk fail, SciPy's SLSQP with analytic gradients (tolerance ``tol``) from
-       a strictly feasible anchor, followed by the walk from SLSQP's support, and a guard
+    3. should the walk fail, SciPy's SLSQP with analytic gradients (tolerance ``tol``, at most
+       ``max_iter`` iterations: SciPy's ``maxiter``, this class's keyword until December 2026,
+       still accepted for one release with a ``FutureWarning``) from a strictly feasible anchor, followed by the walk from SLSQP's support, and a guard
        that keeps the point on the simplex and inside the risk budget.
 
     ``solve()`` returns ``(x, c^T x)``; a ``NotConvergedWarning`` is raised only if SLSQP
@@ -770,7 +772,7 @@ class PortfolioModel(optModel):
     modelSense = EPO.MAXIMIZE
 
     def __init__(self, covariance, *, gamma: float = 2.25, tol: float = 1e-12,
-                 maxiter: int = 500) -> None:
+                 max_iter: int = 500) -> None:
         owner = "PortfolioModel"
         S = check_array("covariance", covariance, owner=owner, ndim=2)
         if S.shape[0] != S.shape[1] or S.shape[0] < 1:
@@ -785,7 +787,7 @@ class PortfolioModel(optModel):
                  f"smallest eigenvalue {eig[0]:.3g}")
         self.gamma = check_real("gamma", gamma, owner=owner, low=0.0, closed="neither")
         self.tol = check_real("tol", tol, owner=owner, low=0.0, closed="neither")
-        self.maxiter = check_int("maxiter", maxiter, owner=owner, low=1)
+        self.max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
         self.covariance = S
         self.num_assets = S.shape[0]
         self.risk_level = float(self.gamma * np.mean(S))
@@ -850,7 +852,7 @@ class PortfolioModel(optModel):
                                      "jac": lambda x: np.ones(m)},
                                     {"type": "ineq", "fun": lambda x: 1.0 - x @ S @ x / R,
                                      "jac": lambda x: -2.0 * (S @ x) / R}],
-                       options={"ftol": self.tol, "maxiter": self.maxiter})
+                       options={"ftol": self.tol, "maxiter": self.max_iter})
         x = self._feasible(res.x)
         polished = self._active_set(x > 1e-7 * x.max())
         if polished is not None and c @ polished >= c @ x - 1e-12 * s:
@@ -938,6 +940,11 @@ class PortfolioModel(optModel):
                "slack": abs(1.0 - risk) * gscale if mu > 0 else 0.0, "stationarity": stat / s}
         out["max"] = max(out.values())
         return out
+
+
+# outside the class body: PyEPO's optModel.__init_subclass__ wraps __init__ to record its
+# arguments by the new signature, so the old keyword must be mapped before that wrapper runs
+PortfolioModel.__init__ = renamed_kwargs("PortfolioModel", maxiter="max_iter")(PortfolioModel.__init__)
 
 
 def _risk_active_kkt(c, S, R, support, *, allow_negative=False):

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.validation import check_choice, check_int, check_real, fail
 
@@ -201,9 +202,10 @@ def _roles(loss_fn) -> list[str]:
     return roles
 
 
+@renamed_kwargs(max_steps="max_iter")
 def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: int = 20,
                     lr: float = 1e-2, batch_size: int = 32, seed: int = 0, test_data=None,
-                    solver_free: bool = False, max_steps: int | None = None) -> Result:
+                    solver_free: bool = False, max_iter: int | None = None) -> Result:
     """Train ``model`` (in place) with Adam on ``loss_fn`` over a PyEPO ``optDataset``.
 
     Each step feeds the loss the fields its ``forward`` names (``pred_cost``/``input`` the
@@ -211,6 +213,8 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
     in the loop are counted (``solver_free=True`` makes any call an error); the loop's CPU time
     (``time.process_time``, robust to a loaded machine) and wall time are recorded. Regret on
     ``test_data`` (``pyepo.metric.regret``, normalised) is ``fun`` (NaN without test data).
+    ``max_iter`` caps the optimizer steps across epochs (``max_steps=`` until December 2026,
+    still accepted for one release with a ``FutureWarning``).
 
     Returns ``Result(x=model, fun=test regret, status=BUDGET, nit=steps, nfev=solver calls)``
     with ``extra``: ``loop_cpu_s``, ``loop_wall_s``, ``eval_cpu_s``, ``losses`` (per-epoch
@@ -227,8 +231,8 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
     lr = check_real("lr", lr, owner=owner, low=0.0, closed="neither")
     batch_size = check_int("batch_size", batch_size, owner=owner, low=1)
     seed = check_int("seed", seed, owner=owner, low=0)
-    if max_steps is not None:
-        max_steps = check_int("max_steps", max_steps, owner=owner, low=1)
+    if max_iter is not None:
+        max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     for name, ds in (("train_data", train_data), ("test_data", test_data)):
         if ds is None and name == "test_data":
             continue
@@ -290,7 +294,7 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
                 opt.step()
                 steps += 1
                 tot, cnt = tot + value * len(idx), cnt + len(idx)
-                if max_steps is not None and steps >= max_steps:
+                if max_iter is not None and steps >= max_iter:
                     break
             if status is Status.DIVERGED:
                 break
@@ -300,7 +304,7 @@ def train_predictor(model: nn.Module, loss_fn, train_data, *, optmodel, epochs: 
                 status, message = Status.DIVERGED, f"training diverged: {why}"
                 break
             history.append(tot / max(cnt, 1))
-            if max_steps is not None and steps >= max_steps:
+            if max_iter is not None and steps >= max_iter:
                 break
     loop_cpu, loop_wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
     if status is Status.DIVERGED:

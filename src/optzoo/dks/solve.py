@@ -92,7 +92,7 @@ def _dispatch(g, k, *, method, lam, max_iter, step, gap_tol, init, trigger, seed
     if method == "adamw":
         from optzoo.dks.torch_backend import adamw_dks
 
-        return adamw_dks(g, k, lam=lam, steps=max_iter, device=device, seed=seed)
+        return adamw_dks(g, k, lam=lam, max_iter=max_iter, device=device, seed=seed)
     from optzoo.dks import baselines
 
     if method == "peel":

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import torch
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Status, divergence, warn_not_converged
 from optzoo._core.validation import check_device, check_int, check_real
 from optzoo.dks._common import make_result, prepare
@@ -123,14 +124,17 @@ class TorchOps:
         return v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)
 
 
-def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
+@renamed_kwargs(steps="max_iter")
+def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, max_iter: int = 200,
               weight_decay: float = 0.01, device=None, seed: int = 0,
               symmetrize: bool = True):
     """DkS by the predecessor's constraint parameterisation, optimised with AdamW.
 
     Deterministic (theta_0 = 0); ``seed`` is recorded only. ``device="cuda"`` runs on GPU.
-    Returns a Result with status ``budget_used`` after ``steps`` steps (no stationarity test:
-    the method has none) and the final objective trace in ``extra["loss_trace"]``.
+    Returns a Result with status ``budget_used`` after ``max_iter`` steps (no stationarity test:
+    the method has none) and the final objective trace in ``extra["loss_trace"]``. ``max_iter``
+    was ``steps=`` until December 2026 (still accepted for one release, with a ``FutureWarning``),
+    the room's other solvers' name.
 
     >>> import networkx as nx
     >>> adamw_dks(nx.complete_graph(6), 3).fun
@@ -140,7 +144,7 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     t0 = time.perf_counter()
     g, k = prepare(graph, k, owner=owner, symmetrize=symmetrize, lam=lam)
     lr = check_real("lr", lr, owner=owner, low=0.0, closed="neither")
-    steps = check_int("steps", steps, owner=owner, low=1)
+    max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     weight_decay = check_real("weight_decay", weight_decay, owner=owner, low=0.0)
     seed = check_int("seed", seed, owner=owner, low=0)
     dev = check_device("device", device, owner=owner)
@@ -148,7 +152,7 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
     theta = torch.zeros(g.n, dtype=torch.float64, device=dev, requires_grad=True)
     opt = torch.optim.AdamW([theta], lr=lr, weight_decay=weight_decay)
     losses = []
-    for _ in range(steps):
+    for _ in range(max_iter):
         opt.zero_grad(set_to_none=True)
         sig = torch.sigmoid(theta)
         x = sig / (1.0 + torch.relu(sig.sum() / k - 1.0))
@@ -161,17 +165,17 @@ def adamw_dks(graph, k, *, lam: float = 1.0, lr: float = 3.0, steps: int = 200,
         x = (sig / (1.0 + torch.relu(sig.sum() / k - 1.0))).cpu().numpy()
     why = divergence(x, name="x")  # the project's one rule: non-finite is DIVERGED, with a warning
     if why is not None:
-        msg = f"diverged after {steps} AdamW steps: {why}; top-k of the finite coordinates returned"
+        msg = f"diverged after {max_iter} AdamW steps: {why}; top-k of the finite coordinates returned"
         warn_not_converged(owner, msg)
         return make_result(g, k, topk_indices(np.nan_to_num(x, nan=-1.0), k), method=owner,
-                           status=Status.DIVERGED, message=msg, nit=steps,
+                           status=Status.DIVERGED, message=msg, nit=max_iter,
                            wall_time=time.perf_counter() - t0, lam=lam, loss_trace=losses)
     nodes = topk_indices(x, k)
     frac = int(np.count_nonzero((x > 1e-6) & (x < 1 - 1e-6)))
     return make_result(
         g, k, nodes, method=owner, status=Status.BUDGET,
-        message=f"{steps} AdamW steps; top-k rounding of x ({frac} coordinates not within "
+        message=f"{max_iter} AdamW steps; top-k rounding of x ({frac} coordinates not within "
                 "1e-6 of 0 or 1)",
-        nit=steps, nfev=steps, wall_time=time.perf_counter() - t0, lam=lam, lr=lr,
+        nit=max_iter, nfev=max_iter, wall_time=time.perf_counter() - t0, lam=lam, lr=lr,
         loss_trace=losses, n_fractional=frac, device=str(dev), seed=seed,
     )

@@ -6,7 +6,7 @@ listed in ``docs/papers/dynamic_gs.md``.
 
 * :class:`UpdateMixtureAdam`: strictly sparse (space-time masked, per-primitive bias
   correction), constant-corrected Adam with re-state (RSR) and decoupled attribute (DAR)
-  regularisation; :func:`update_mixture_adam_update` is its pure functional step.
+  regularisation; :func:`mixture_adam_update` is its pure functional step.
 * :class:`StochasticAttributeAveraging`: visit-weighted attribute averages with stochastic
   mixing (against frame preference).
 * Baselines: :class:`MaskedAdam` (gsplat ``SelectiveAdam`` semantics), :func:`sparse_row_grad`
@@ -56,7 +56,8 @@ from optzoo.dynamic_gs.optim import (
     UpdateMixtureAdam,
     check_visibility,
     make_optimizers,
-    update_mixture_adam_update,
+    mixture_adam_update,
+    update_mixture_adam_update,  # noqa: F401  (deprecated alias, December 2026; not in __all__)
 )
 from optzoo.dynamic_gs.raster import Camera, look_at, project, quat_to_rotmat, rasterize
 
@@ -80,6 +81,7 @@ __all__ = [
     "keyframe_weights",
     "look_at",
     "make_optimizers",
+    "mixture_adam_update",
     "project",
     "psnr",
     "quat_to_rotmat",
@@ -90,5 +92,4 @@ __all__ = [
     "sparse_row_grad",
     "ssim",
     "stg_attributes",
-    "update_mixture_adam_update",
 ]

@@ -62,6 +62,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from optzoo._core.deprecation import deprecated_alias
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_bool, check_choice, check_int, check_real, fail
 
@@ -73,7 +74,7 @@ __all__ = [
     "UpdateMixtureAdam",
     "check_visibility",
     "make_optimizers",
-    "update_mixture_adam_update",
+    "mixture_adam_update",
 ]
 
 _OWNER = "UpdateMixtureAdam"
@@ -193,18 +194,20 @@ def _row_update(p, g, m, v, k, *, lr, beta1, beta2, eps, cc, bias_correction, st
     return p - lr * upd, m, v, k, root
 
 
-def update_mixture_adam_update(param: Tensor, grad: Tensor, state: RowState, visibility: Tensor | None, *,
-                               lr: float, betas=(0.9, 0.999), eps: float = 1e-15, cc: float = 0.0,
-                               bias_correction: str = "per_primitive", step: int = 1, denom: str = "add",
-                               reg: RegSpec | None = None) -> tuple[Tensor, RowState]:
-    """Pure functional step: returns (new parameter, new :class:`RowState`); nothing in place.
-    ``visibility=None`` steps every row (dense). ``step`` is the global step (for
-    ``bias_correction="global"`` and the DAR schedule).
+def mixture_adam_update(param: Tensor, grad: Tensor, state: RowState, visibility: Tensor | None, *,
+                        lr: float, betas=(0.9, 0.999), eps: float = 1e-15, cc: float = 0.0,
+                        bias_correction: str = "per_primitive", step: int = 1, denom: str = "add",
+                        reg: RegSpec | None = None) -> tuple[Tensor, RowState]:
+    """Pure functional step of :class:`UpdateMixtureAdam`: returns (new parameter, new
+    :class:`RowState`); nothing in place. ``visibility=None`` steps every row (dense).
+    ``step`` is the global step (for ``bias_correction="global"`` and the DAR schedule).
+    Named ``update_mixture_adam_update`` until December 2026 (that name still works for one
+    release, with a ``FutureWarning``).
 
     >>> import torch
     >>> p = torch.zeros(3, 1); g = torch.ones(3, 1)
     >>> s = RowState(torch.zeros(3, 1), torch.zeros(3, 1), torch.zeros(3))
-    >>> new, s2 = update_mixture_adam_update(p, g, s, torch.tensor([True, False, True]), lr=0.1)
+    >>> new, s2 = mixture_adam_update(p, g, s, torch.tensor([True, False, True]), lr=0.1)
     >>> [round(x, 4) for x in new.squeeze(1).tolist()], s2.count.tolist()
     ([-0.1, 0.0, -0.1], [1.0, 0.0, 1.0])
     """
@@ -220,6 +223,9 @@ def update_mixture_adam_update(param: Tensor, grad: Tensor, state: RowState, vis
     return (param.index_put(idx, p),
             RowState(state.exp_avg.index_put(idx, m), state.exp_avg_sq.index_put(idx, v),
                      state.count.index_put(idx, k)))
+
+
+update_mixture_adam_update = deprecated_alias(mixture_adam_update, "update_mixture_adam_update")
 
 
 class UpdateMixtureAdam(torch.optim.Optimizer):

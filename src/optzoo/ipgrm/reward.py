@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from optzoo._core.advantages import group_advantages
 from optzoo._core.stats import mean_ci
 from optzoo._core.validation import check_choice, check_int, check_real, check_type, fail
 from optzoo.ipgrm.judges import Judge
@@ -259,6 +260,15 @@ class CoupledGRMReward(_GRMReward):
 def grpo_advantages(rewards, group_size: int, *, eps: float = 1e-6) -> np.ndarray:
     """A_i = (r_i - mean_g r) / (std_g r + eps) over consecutive groups of ``group_size``.
 
+    The project's one GRPO advantage (:func:`optzoo._core.advantages.group_advantages`) with
+    this room's convention since its first version: the population standard deviation (divide
+    by G, NumPy's default) and ``eps=1e-6``. The official code (a verl fork; its recipe runs
+    ``algorithm.adv_estimator=grpo``) uses verl's ``compute_grpo_outcome_advantage``:
+    ``torch.std``, i.e. the unbiased (Bessel) standard deviation, with the same ``eps=1e-6``
+    (TRL's ``GRPOTrainer`` is unbiased too, with ``eps=1e-4``). The two differ by the constant
+    factor sqrt((G-1)/G) per group (0.935 at G = 8); kept as it is so that no reproduced
+    number moves (issue 42).
+
     >>> grpo_advantages([1.0, 3.0, 5.0, 5.0], 2).round(3).tolist()
     [-1.0, 1.0, 0.0, 0.0]
     """
@@ -269,7 +279,7 @@ def grpo_advantages(rewards, group_size: int, *, eps: float = 1e-6) -> np.ndarra
     if not np.isfinite(r).all():
         fail("rewards", "grpo_advantages", "finite values", r.tolist())
     g = r.reshape(-1, G)
-    return ((g - g.mean(1, keepdims=True)) / (g.std(1, keepdims=True) + eps)).ravel()
+    return group_advantages(g, std="population", eps=eps, dim=1).ravel()
 
 
 def measure_drift(judge: Judge, pairs, *, level: float = 0.95) -> dict:

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_array, check_int, check_real, fail
@@ -32,9 +33,10 @@ def _check_x0(oracle, x0, owner):
     return check_array("x0", x0, owner=owner, shape=(oracle.dim,))
 
 
+@renamed_kwargs(iterations="max_iter")
 def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None, smoothness=None,
                         batching: str = "randomized", batch: int = 1, max_level=None,
-                        grad_cost: float = 1.0, max_cost=None, iterations=None,
+                        grad_cost: float = 1.0, max_cost=None, max_iter=None,
                         record_every=None, seed: int = 0) -> Result:
     r"""First-order Markov SGD (MLMC or fixed batch); ``history['calls']`` is the charged cost.
 
@@ -46,6 +48,9 @@ def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None, smoothn
     below ``mu``). Until December 2026 the default was :math:`k_0 = 4d`, whose first step
     exceeded the stability limit whenever :math:`L > \mu d / 2` (a new user's ridge problem
     ended 1.9e6 above its optimum with status ``budget_used``).
+
+    ``max_iter`` caps the iterations (default 10 000 when ``max_cost`` is not given either;
+    ``iterations=`` until December 2026, still accepted for one release with a ``FutureWarning``).
     """
     owner = "markov_sgd_minimize"
     x0 = _check_x0(oracle, x0, owner)
@@ -66,35 +71,40 @@ def markov_sgd_minimize(oracle, x0, *, lr=None, mu=None, lr_offset=None, smoothn
     step = _resolve_lr(lr, mu, 4.0 * d if lr_offset is None else lr_offset, owner)
     M = _default_max_level(oracle, d) if max_level is None else check_int(
         "max_level", max_level, owner=owner, low=1)
-    if max_cost is None and iterations is None:
-        iterations = 10_000
+    if max_cost is None and max_iter is None:
+        max_iter = 10_000
     rng = np_rng(seed, "markov_sgd")
     cost = lambda: oracle.cost(grad_cost) - start  # noqa: E731
     x, status, msg, k, hist, wall = sgd_loop(
         x0, lambda x, n: oracle.gradients(np.broadcast_to(x, (n, d))), cost, lr=step,
         batching=batching, batch=batch, max_level=M, project=None, max_cost=max_cost,
-        iterations=iterations, rng=rng, record_every=record_every, owner=owner)
+        max_iter=max_iter, rng=rng, record_every=record_every, owner=owner)
     return Result(x=x, fun=float("nan"), status=status, message=msg, nit=k, nfev=0,
                   wall_time=wall, extra={"history": hist, "grad_calls": k and oracle.grad_calls,
                                          "cost": cost(), "max_level": M,
                                          "smoothness": L_used})
 
 
-def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
+@renamed_kwargs(niter="max_iter")
+def spsa_minimize(oracle, x0, *, max_iter: int, a: float = 1.0, c: float = 1.0,
                   alpha: float = 0.602, gamma: float = 0.101, record_every=None,
                   seed: int = 0) -> Result:
-    """SPSA (noisyopt-identical schedule and draws), ``2 * niter + 1`` oracle calls."""
+    """SPSA (noisyopt-identical schedule and draws), ``2 * max_iter + 1`` oracle calls.
+
+    ``max_iter`` is noisyopt's ``niter`` (the name here until December 2026, still accepted for
+    one release with a ``FutureWarning``).
+    """
     owner = "spsa_minimize"
     x = _check_x0(oracle, x0, owner).copy()
-    niter = check_int("niter", niter, owner=owner, low=1)
+    max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     a = check_real("a", a, owner=owner, low=0.0, closed="neither")
     c = check_real("c", c, owner=owner, low=0.0, closed="neither")
     rs = np.random.RandomState(check_int("seed", seed, owner=owner, low=0) % 2**32)
-    A = 0.01 * niter
+    A = 0.01 * max_iter
     start, x_start = oracle.calls, float(np.linalg.norm(x))
     hist = {"calls": [], "x": []}
     t0 = time.perf_counter()
-    for k in range(niter):
+    for k in range(max_iter):
         ak = a / (k + 1.0 + A) ** alpha
         ck = c / (k + 1.0) ** gamma
         delta = rs.choice([-1, 1], size=x.size)
@@ -114,7 +124,7 @@ def spsa_minimize(oracle, x0, *, niter: int, a: float = 1.0, c: float = 1.0,
     fun = oracle(x)  # noisyopt evaluates the end point once; charged the same here
     hist["calls"].append(float(oracle.calls - start))
     hist["x"].append(x.copy())
-    return Result(x=x, fun=fun, status=Status.BUDGET, message=f"budget of {niter} iterations used",
-                  nit=niter, nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
+    return Result(x=x, fun=fun, status=Status.BUDGET, message=f"budget of {max_iter} iterations used",
+                  nit=max_iter, nfev=oracle.calls - start, wall_time=time.perf_counter() - t0,
                   extra={"history": hist, "implementation": "optzoo (noisyopt-identical)"})
 

@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Result, Status, divergence, objective_divergence, warn_not_converged
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import check_array, check_choice, check_int, check_real, fail
@@ -217,7 +218,7 @@ def _default_max_level(oracle, d: int) -> int:
 
 
 def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max_cost,
-             iterations, rng, record_every, owner):
+             max_iter, rng, record_every, owner):
     """Shared driver: ``estimate(x, n) -> (n, d)`` per-sample estimates on consecutive states.
 
     Used by :func:`markov_zo_minimize` and the first-order baselines so that every method
@@ -231,8 +232,8 @@ def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max
     status, msg, k = Status.BUDGET, "", 0
     t0 = time.perf_counter()
     while True:
-        if iterations is not None and k >= iterations:
-            msg = f"iteration limit {iterations} reached"
+        if max_iter is not None and k >= max_iter:
+            msg = f"iteration limit {max_iter} reached"
             break
         if max_cost is not None and cost() >= max_cost:
             msg = f"oracle budget {max_cost:g} reached"
@@ -268,11 +269,12 @@ def sgd_loop(x0, estimate, cost, *, lr, batching, batch, max_level, project, max
     return x, status, msg, k, hist, time.perf_counter() - t0
 
 
+@renamed_kwargs(iterations="max_iter")
 def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=None,
                        smoothness: float | None = None,
                        lr_offset=None, smoothing: float = 1e-4, batching: str = "randomized",
                        batch: int = 1, max_level: int | None = None, project=None,
-                       max_calls: int | None = None, iterations: int | None = None,
+                       max_calls: int | None = None, max_iter: int | None = None,
                        record_every: int | None = None, seed: int = 0) -> Result:
     """Minimize :math:`f(x)=E_\\pi F(x,Z)` with zero-order feedback from a Markov oracle.
 
@@ -297,8 +299,9 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         :math:`\\tau` the chain's ``mixing_time`` (d if unknown).
     project : optional :math:`\\Pi_X`, a callable returning an array of the same shape.
     max_calls : budget in function values (checked before each iteration, so the last batch
-        may overshoot by at most one batch); iterations : iteration cap (default 10 000 when
-        neither is given).
+        may overshoot by at most one batch); max_iter : iteration cap (default 10 000 when
+        neither is given; ``iterations=`` until December 2026, still accepted for one release
+        with a ``FutureWarning``).
     record_every : store ``x`` and the call count every this many iterations.
 
     Returns a :class:`~optzoo.Result` with ``status`` ``BUDGET`` (no stopping test: the
@@ -337,10 +340,10 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
         smoothness = check_real("smoothness", smoothness, owner=owner, low=0.0, closed="neither")
     if max_calls is not None:
         max_calls = check_int("max_calls", max_calls, owner=owner, low=1)
-    if iterations is not None:
-        iterations = check_int("iterations", iterations, owner=owner, low=0)
-    if max_calls is None and iterations is None:
-        iterations = 10_000
+    if max_iter is not None:
+        max_iter = check_int("max_iter", max_iter, owner=owner, low=0)
+    if max_calls is None and max_iter is None:
+        max_iter = 10_000
     if record_every is not None:
         record_every = check_int("record_every", record_every, owner=owner, low=1)
     M = _default_max_level(oracle, d) if max_level is None else max_level
@@ -371,7 +374,7 @@ def markov_zo_minimize(oracle, x0, *, feedback: str = "two_point", lr=None, mu=N
     budget = None if max_calls is None else start_calls + max_calls
     x, status, msg, k, hist, wall = sgd_loop(
         x0, estimate, lambda: oracle.calls, lr=step, batching=batching, batch=batch,
-        max_level=M, project=project, max_cost=budget, iterations=iterations, rng=rng,
+        max_level=M, project=project, max_cost=budget, max_iter=max_iter, rng=rng,
         record_every=record_every, owner=owner)
     hist["calls"] = [c - start_calls for c in hist["calls"]]
     why = objective_divergence(last["f"], start=last["f0"]) if "f0" in last else None

@@ -469,13 +469,13 @@ def _objective(mu, lr, beta, form, s2, q, drift):
     return noise + q**2 * worst
 
 
-def _golden(mu, beta, form, s2, q, drift, lo, hi, best_x, best_f, iters=40):
+def _golden(mu, beta, form, s2, q, drift, lo, hi, best_x, best_f, max_iter=40):
     """Vectorised golden-section search of the objective in log lr on [lo, hi]."""
     f = lambda x: np.where(np.isfinite(v := _objective(mu, np.exp(x), beta, form, s2, q, drift)), v, np.inf)  # noqa: E731
     g = (math.sqrt(5) - 1) / 2
     x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
     f1, f2 = f(x1), f(x2)
-    for _ in range(iters):
+    for _ in range(max_iter):
         left = f1 < f2  # minimum in [lo, x2]
         lo, hi = np.where(left, lo, x1), np.where(left, x2, hi)
         new = np.where(left, hi - g * (hi - lo), lo + g * (hi - lo))

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Result, Status, diverged_mask, warn_not_converged
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_int, check_real, fail
@@ -79,8 +80,9 @@ def semi_dual_plan(v, source, target, *, eps: float, target_weights=None) -> np.
     return (torch.softmax(s, dim=1) / x.shape[0]).numpy()
 
 
+@renamed_kwargs(n_iter="max_iter")
 def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, eps: float = 0.1,
-                     rho: float = 1e-3, target_weights=None, n_iter: int = 500,
+                     rho: float = 1e-3, target_weights=None, max_iter: int = 500,
                      batch_size: int = 64, lr: float | None = None, seed: int = 0,
                      record_every: int = 0) -> Result:
     """Stochastic semi-discrete entropic OT with the Safe-KL semi-dual (overflow-free).
@@ -95,18 +97,20 @@ def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, ep
 
     ``lr`` defaults to ``eps * m``. Returns a :class:`Result` with ``x = v_bar``, ``fun`` the
     safe semi-dual estimate on the last batch, and ``extra["trace"]`` (iteration, v_bar)
-    every ``record_every`` iterations. Status ``USER_LIMIT`` (fixed budget) or ``DIVERGED``.
+    every ``record_every`` iterations. ``max_iter`` iterations of ``batch_size`` samples are
+    run (``n_iter=`` until December 2026, still accepted for one release with a
+    ``FutureWarning``). Status ``BUDGET`` (fixed budget) or ``DIVERGED``.
 
     >>> rng = np.random.default_rng(0)
     >>> res = semidiscrete_eot(rng.normal(size=(200, 2)), rng.normal(size=(20, 2)), eps=0.01,
-    ...                        n_iter=50, batch_size=16)
+    ...                        max_iter=50, batch_size=16)
     >>> bool(np.isfinite(res.x).all())
     True
     """
     owner = "semidiscrete_eot"
     eps = check_real("eps", eps, owner=owner, low=0.0, closed="neither")
     rho = _check_rho(rho, owner)
-    n_iter = check_int("n_iter", n_iter, owner=owner, low=1)
+    max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     batch_size = check_int("batch_size", batch_size, owner=owner, low=1)
     record_every = check_int("record_every", record_every, owner=owner, low=0)
     y = torch.as_tensor(np.asarray(target, dtype=float))
@@ -135,13 +139,13 @@ def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, ep
         sample = lambda n: xs[torch.randint(xs.shape[0], (n,), generator=gen)]  # noqa: E731
     lrs = torch.tensor([lr], dtype=torch.float64)
     t0 = time.perf_counter()
-    v_bar, trace, status, k, fun = _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size,
+    v_bar, trace, status, k, fun = _safe_asgd(sample, y, b, eps, rho, lrs, max_iter, batch_size,
                                               record_every)
     v_bar = v_bar[0]
     trace = [(it, vb[0]) for it, vb in trace]
     msg = (f"the potential diverged at iteration {k} (non-finite or beyond the growth bound)"
            if status == Status.DIVERGED
-           else f"budget of {n_iter} iterations x {batch_size} samples used")
+           else f"budget of {max_iter} iterations x {batch_size} samples used")
     if status == Status.DIVERGED:
         warn_not_converged(owner, msg)
     return Result(x=v_bar.numpy(), fun=float(fun[0]), status=status, message=msg, nit=k,
@@ -149,7 +153,7 @@ def semidiscrete_eot(source: torch.Tensor | np.ndarray | Callable, target, *, ep
                   extra={"trace": trace, "rho": rho, "eps": eps, "lr": lr})
 
 
-def _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size, record_every):
+def _safe_asgd(sample, y, b, eps, rho, lrs, max_iter, batch_size, record_every):
     """Averaged SGD on the safe semi-dual for several learning rates at once (one shared
     sample stream): ``lrs`` (R,), returns (v_bar (R, m), trace, status, iterations, fun (R,))."""
     m = y.shape[0]
@@ -159,7 +163,7 @@ def _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size, record_every):
     v = torch.zeros(R, m, dtype=torch.float64)
     v_bar = torch.zeros(R, m, dtype=torch.float64)
     trace, status = [], Status.BUDGET
-    for k in range(1, n_iter + 1):
+    for k in range(1, max_iter + 1):
         c = _cost(sample(batch_size), y)
         z = (v[:, None, :] - c[None]) / eps
         a = _solve_alpha_unit(z, logb, rho, 1e-10, 100)
@@ -167,7 +171,7 @@ def _safe_asgd(sample, y, b, eps, rho, lrs, n_iter, batch_size, record_every):
         g = b * (1.0 - sig.mean(1) / rho)
         v = v + (lrs[:, None] / math.sqrt(k)) * g
         v_bar = v_bar + (v - v_bar) / k
-        if record_every and (k % record_every == 0 or k == n_iter):
+        if record_every and (k % record_every == 0 or k == max_iter):
             trace.append((k, v_bar.clone().numpy()))
         if bool(diverged_mask(v.norm(dim=-1)).any()):  # the one divergence rule, start v = 0
             status = Status.DIVERGED

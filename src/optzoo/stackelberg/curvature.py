@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.rng import torch_generator
 from optzoo._core.validation import check_choice, check_int, check_real, fail
 
@@ -38,22 +39,25 @@ def _unflat(v, like):
     return tuple(out)
 
 
-def hessian_top_eig(fn: Callable, params: Sequence[torch.Tensor], *, iters: int = 20,
+@renamed_kwargs(iters="max_iter")
+def hessian_top_eig(fn: Callable, params: Sequence[torch.Tensor], *, max_iter: int = 20,
                     method: str = "lanczos", seed: int = 0) -> float:
-    """The top eigenvalue of the Hessian of ``fn`` at ``params`` from ``iters`` HVPs.
+    """The top eigenvalue of the Hessian of ``fn`` at ``params`` from at most ``max_iter`` HVPs
+    (Lanczos stops early on an invariant subspace; ``iters=`` until December 2026, still
+    accepted for one release with a ``FutureWarning``).
 
     ``fn(*tensors) -> scalar tensor`` takes tensors shaped like ``params`` (detached copies
     are used; ``params`` are not modified).
 
     >>> import torch
     >>> A = torch.diag(torch.tensor([3.0, 1.0, -2.0], dtype=torch.float64))
-    >>> round(hessian_top_eig(lambda x: 0.5 * x @ A @ x, [torch.ones(3, dtype=torch.float64)], iters=3), 8)
+    >>> round(hessian_top_eig(lambda x: 0.5 * x @ A @ x, [torch.ones(3, dtype=torch.float64)], max_iter=3), 8)
     3.0
     """
     owner = "hessian_top_eig"
     if not callable(fn):
         fail("fn", owner, "a callable fn(*params) -> scalar", fn, exc=TypeError)
-    iters = check_int("iters", iters, owner=owner, low=1)
+    max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     check_choice("method", method, ("lanczos", "power"), owner=owner)
     ps = tuple(p.detach() for p in params)
     if not ps:
@@ -70,7 +74,7 @@ def hessian_top_eig(fn: Callable, params: Sequence[torch.Tensor], *, iters: int 
     v = v / torch.linalg.vector_norm(v)
     if method == "power":
         lam = torch.zeros((), dtype=v.dtype)
-        for _ in range(iters):
+        for _ in range(max_iter):
             w = hvp(v)
             lam = v @ w
             n = torch.linalg.vector_norm(w)
@@ -78,7 +82,7 @@ def hessian_top_eig(fn: Callable, params: Sequence[torch.Tensor], *, iters: int 
                 return 0.0
             v = w / n
         return float(lam)
-    k = min(iters, dim)
+    k = min(max_iter, dim)
     Q = torch.zeros(k, dim, dtype=v.dtype, device=v.device)
     alpha, beta = [], []
     q, b_prev, q_prev = v, None, None
@@ -102,8 +106,9 @@ def hessian_top_eig(fn: Callable, params: Sequence[torch.Tensor], *, iters: int 
     return float(torch.linalg.eigvalsh(T.double())[-1])
 
 
+@renamed_kwargs(iters="max_iter")
 def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, lam: float = 1e-4,
-              which: Sequence[str] = ("phi", "L"), method: str = "lanczos", iters: int = 20,
+              which: Sequence[str] = ("phi", "L"), method: str = "lanczos", max_iter: int = 20,
               seed: int = 0) -> dict:
     """``{"phi": lambda_max(Hess_theta Phi), "L": lambda_max(Hess_theta L(theta, W_t))}``.
 
@@ -112,7 +117,8 @@ def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, 
     ``"L"`` may be asked for). The ridge term ``(lam/2)||W||^2`` is in both objectives (it has
     no theta-curvature). ``head``: as in :func:`~optzoo.stackelberg.split_head`; it must be a
     module (its input defines the features). ``X``, ``Y``: the data (Y of shape (N, K) or (N,)).
-    The model's parameters are not modified.
+    ``method``, ``max_iter`` (``iters=`` until December 2026) and ``seed`` go to
+    :func:`hessian_top_eig`. The model's parameters are not modified.
     """
     from optzoo.stackelberg.best_response import head_features, stackelberg_objective
     from optzoo.stackelberg.groups import _resolve_head
@@ -131,7 +137,7 @@ def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, 
     if not torch.is_tensor(X) or not torch.is_tensor(Y):
         fail("X", owner, "a torch tensor (with Y a tensor too)", type(X).__name__, exc=TypeError)
     lam = check_real("lam", lam, owner=owner, low=0.0, closed="neither" if "phi" in which else "left")
-    iters = check_int("iters", iters, owner=owner, low=1)
+    max_iter = check_int("max_iter", max_iter, owner=owner, low=1)
     mod, head_names = _resolve_head(model, head, owner)
     if mod is None:
         fail("head", owner, "a submodule (its input defines the features)", head)
@@ -168,6 +174,6 @@ def curvature(model: torch.nn.Module, loss="mse", X=None, Y=None, *, head=None, 
     body = [named[n] for n in body_names]
     res = {}
     for w in which:
-        res[w] = hessian_top_eig(phi_fn if w == "phi" else l_fn, body, iters=iters, method=method,
+        res[w] = hessian_top_eig(phi_fn if w == "phi" else l_fn, body, max_iter=max_iter, method=method,
                                  seed=seed)
     return res

@@ -1,15 +1,14 @@
-"""Shared plumbing of talda_solve and minimax_solve: input checks and a counted gradient oracle."""
+"""Shared plumbing of talda_solve and minimax_solve: input checks, a counted gradient oracle
+(:class:`GradientOracle`) and the budget-stop message (:func:`tol_not_met`)."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from optzoo._core.result import NotConvergedWarning
+from optzoo._core.result import NotConvergedWarning, warn_not_converged
 from optzoo._core.validation import check_int, check_real, fail
 
-__all__ = ["NotConvergedWarning", "Oracle", "as_start", "check_common"]
+__all__ = ["GradientOracle", "NotConvergedWarning", "as_start", "check_common", "tol_not_met"]
 
 
 def as_start(name: str, value, owner: str):
@@ -43,8 +42,9 @@ def check_common(owner: str, f, tol, max_iter) -> tuple[float, int]:
     return tol, max_iter
 
 
-class Oracle:
-    """Counted evaluations of f and its gradient at (x, y).
+class GradientOracle:
+    """Counted evaluations of f and its gradient at (x, y) (``Oracle`` until December 2026;
+    renamed apart from ``optzoo.mo_bandit.Oracle``, an evaluation budget).
 
     ``grad`` returns (value, g_x, g_y) as detached tensors, or ``None`` when f or its
     gradient is NaN/inf (the caller reports Status.DIVERGED). A non-scalar or non-tensor
@@ -84,7 +84,10 @@ class Oracle:
         return val.detach(), gx, gy
 
 
-def warn_not_converged(owner: str, nit: int, gnorm: float, tol: float) -> str:
-    msg = f"{owner}: |grad f| = {gnorm:.3g} > tol = {tol:g} after {nit} iterations"
-    warnings.warn(msg, NotConvergedWarning, stacklevel=3)
-    return msg
+def tol_not_met(owner: str, nit: int, gnorm: float, tol: float) -> str:
+    """Warn through the project's one :func:`~optzoo._core.result.warn_not_converged` that the
+    gradient test failed within ``max_iter`` (the warning points at the solver's caller), and
+    return the same sentence for ``Result.message``."""
+    detail = f"|grad f| = {gnorm:.3g} > tol = {tol:g} after {nit} iterations"
+    warn_not_converged(owner, detail, stacklevel=4)
+    return f"{owner}: {detail}"

@@ -23,10 +23,9 @@ from __future__ import annotations
 import math
 import time
 
-from optzoo._core.result import Result, Status, divergence
-from optzoo._core.result import warn_not_converged as warn_diverged
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.validation import check_choice, check_real, fail
-from optzoo.talda._oracle import Oracle, as_start, check_common, warn_not_converged
+from optzoo.talda._oracle import GradientOracle, as_start, check_common, tol_not_met
 from optzoo.talda.constants import TwoSidedPL, agda_theory_rate
 from optzoo.talda.talda import _joint_norm
 
@@ -83,7 +82,7 @@ def minimax_solve(f, x0, y0, *, method="agda", lr_x=None, lr_y=None,
     lr_x = check_real("lr_x", lr_x, owner=_OWNER, low=0.0, closed="neither")
     lr_y = check_real("lr_y", lr_y, owner=_OWNER, low=0.0, closed="neither")
 
-    oracle = Oracle(f, _OWNER)
+    oracle = GradientOracle(f, _OWNER)
     norms: list[float] = []
     nit, status, msg, val = 0, None, "", float("nan")
     prev = None  # OGDA's F(z_{k-1})
@@ -102,7 +101,7 @@ def minimax_solve(f, x0, y0, *, method="agda", lr_x=None, lr_y=None,
             status, msg = Status.CONVERGED, f"|grad f| = {norms[-1]:.3g} <= tol after {nit} iterations"
             break
         if nit >= max_iter:
-            status, msg = Status.USER_LIMIT, warn_not_converged(_OWNER, nit, norms[-1], tol)
+            status, msg = Status.USER_LIMIT, tol_not_met(_OWNER, nit, norms[-1], tol)
             break
         if method in ("gda", "ttgda"):
             x, y = x - lr_x * gx, y + lr_y * gy
@@ -132,7 +131,7 @@ def minimax_solve(f, x0, y0, *, method="agda", lr_x=None, lr_y=None,
         if out is None:
             status, msg = nan_stop(nit)
     if status is Status.DIVERGED:
-        warn_diverged(_OWNER, msg)
+        warn_not_converged(_OWNER, msg)
     return Result(
         x=x, fun=float(val), status=status, message=msg, nit=nit, nfev=oracle.calls,
         wall_time=time.perf_counter() - t0,

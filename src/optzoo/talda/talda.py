@@ -27,10 +27,9 @@ from __future__ import annotations
 import math
 import time
 
-from optzoo._core.result import Result, Status, divergence
-from optzoo._core.result import warn_not_converged as warn_diverged
+from optzoo._core.result import Result, Status, divergence, warn_not_converged
 from optzoo._core.validation import check_real, fail
-from optzoo.talda._oracle import Oracle, as_start, check_common, warn_not_converged
+from optzoo.talda._oracle import GradientOracle, as_start, check_common, tol_not_met
 from optzoo.talda.constants import TwoSidedPL, lyapunov_terms
 
 __all__ = ["talda_update", "talda_solve"]
@@ -139,7 +138,7 @@ def talda_solve(f, x0, y0, *, constants: TwoSidedPL | None = None, lam="auto",
         M, K, L_y, lam_, w_y, mu_x, rate = 1 / lr_min, coupling, 1 / lr_max, 0.0, None, None, None
     certified = constants is not None and x_scale == 1.0 and y_scale == 1.0
 
-    oracle = Oracle(f, _OWNER)
+    oracle = GradientOracle(f, _OWNER)
     hist = {k: [] for k in ("grad_norm", "W", "surrogate", "certified_decrement", "x_step", "rho")}
 
     def record(gx, gy, S_prev, C_prev):
@@ -167,7 +166,7 @@ def talda_solve(f, x0, y0, *, constants: TwoSidedPL | None = None, lam="auto",
             break
         if nit >= max_iter:
             status = Status.USER_LIMIT
-            msg = warn_not_converged(_OWNER, nit, hist["grad_norm"][-1], tol)
+            msg = tol_not_met(_OWNER, nit, hist["grad_norm"][-1], tol)
             break
         dx, dy, eta, C = talda_update(gx.reshape(-1), gy.reshape(-1), M=M, K=K, L_y=L_y, lam=lam_)
         ny = float(gy.norm())
@@ -189,7 +188,7 @@ def talda_solve(f, x0, y0, *, constants: TwoSidedPL | None = None, lam="auto",
         val, gx, gy = out
         S = record(gx, gy, S, float(C))
     if status is Status.DIVERGED:
-        warn_diverged(_OWNER, msg)
+        warn_not_converged(_OWNER, msg)
     return Result(
         x=x, fun=float(val), status=status, message=msg, nit=nit, nfev=oracle.calls,
         wall_time=time.perf_counter() - t0,

@@ -34,7 +34,7 @@ class Problem:
         return self.X.shape[0]
 
 
-def per_sample_grads(prob: Problem, w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+def closed_form_grads(prob: Problem, w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """(R, b, d) gradients of f_i(w) = loss_i(w) + lambda/2 ||w||^2 for the rows idx."""
     Xb, yb = prob.X[idx], prob.y[idx]
     z = w @ Xb.T  # (R, b)
@@ -131,7 +131,7 @@ def run_linear(prob: Problem, method: str, *, lr0, c0, z, z_fb=None, gamma: floa
     trace = []
     for t in range(steps):
         idx = torch.nonzero(torch.rand(n, generator=gs) < sample_rate).reshape(-1)
-        g = per_sample_grads(prob, w, idx)
+        g = closed_form_grads(prob, w, idx)
         decay = 1.0 / (1.0 + t) ** gamma
         if method == "sgd":
             u = g.sum(-2) / B

@@ -95,7 +95,7 @@ def _run_eps(cfg, seed: int, eps: float, xs, yt, checkpoints, progress) -> dict:
     def safe(lr, stream, rec):
         g = torch_generator(seed, "C", eps, stream)
         sampler = lambda n, _gen: xs_t[torch.randint(N, (n,), generator=g)]  # noqa: E731
-        return semidiscrete_eot(sampler, yt, eps=eps, rho=cfg.c_rho, n_iter=S // B, batch_size=B,
+        return semidiscrete_eot(sampler, yt, eps=eps, rho=cfg.c_rho, max_iter=S // B, batch_size=B,
                                 lr=float(lr), record_every=rec)
     base = eps * N * math.sqrt(B)
     tune_res = [safe(base * k, "tune", 0) for k in mults]

@@ -245,7 +245,7 @@ def _curv(th, w, X, y, cfg, seed):
     with torch.no_grad():
         m.body.weight.copy_(th)
         m.head.weight.copy_(w[None, :])
-    return curvature(m, "mse", X, y[:, None], lam=cfg.lam, iters=cfg.hvps, seed=seed)
+    return curvature(m, "mse", X, y[:, None], lam=cfg.lam, max_iter=cfg.hvps, seed=seed)
 
 
 def run_teacher(cfg, seed, progress, Record):
