@@ -119,7 +119,7 @@ def test_uniform_expert_removes_only_the_learning():
     b = divide_and_learn(Q, 400, n_weight_vectors=2, seed=1, expert="uniform")
     assert a.nfev == b.nfev == 400 and np.array_equal(a.extra["weights"], b.extra["weights"])
     assert b.extra["config"].expert == "uniform" and a.extra["config"].expert == "ucb"
-    for f in ("decomposition_size", "overlap", "nb_rounds", "patience", "max_iterations"):
+    for f in ("decomposition_size", "overlap", "nb_rounds", "patience", "max_iter"):
         assert getattr(a.extra["config"], f) == getattr(b.extra["config"], f)
 
 

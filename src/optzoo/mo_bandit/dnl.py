@@ -5,7 +5,7 @@ Dirichlet(1) draws for m >= 3), the official main loop on the scalarised reward
 ``F_w(x) = -sum_i w_i f_i(x) / scale_i`` (objectives in minimisation form):
 
     x <- random feasible;  stats <- 0
-    for it = 1 .. max_iterations:
+    for it = 1 .. max_iter:
         rebuild windows when o_t = floor(o_0 it^-alpha) changes; re-decompose every 80 its
         for each window: x' <- zeroth-order local search(x, window)
                          if F(x') > F(x): x <- x', update(stats, x', F(x'))
@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from optzoo._core.deprecation import renamed_kwargs
 from optzoo._core.result import Result, Status
 from optzoo._core.rng import np_rng
 from optzoo._core.validation import (
@@ -49,8 +50,9 @@ __all__ = ["DLConfig", "VARIANTS", "divide_and_learn", "weight_vectors", "bandit
 
 @dataclass(frozen=True)
 class DLConfig:
-    """Hyperparameters (official ``configs/*.yaml``; ``max_iterations`` = 400 because the base
-    class overwrites the config value in its constructor)."""
+    """Hyperparameters (official ``configs/*.yaml``; ``max_iter`` is the official
+    ``max_iterations``, 400 because the base class overwrites the config value in its
+    constructor; ``DLConfig(max_iterations=...)`` still works for one release)."""
 
     expert: str = "ucb"                 # "ucb" or "ts" ("uniform": no learning, a control)
     learning_rate: float = 0.5          # eta of EXP3
@@ -62,7 +64,7 @@ class DLConfig:
     decomposition_size: int = 25        # d
     overlap: int = 18                   # o_0
     overlap_decay_rate: float = 0.1     # alpha
-    max_iterations: int = 400
+    max_iter: int = 400
     nb_rounds: int = 5                  # local-search rounds per window
     patience: int = 20
     use_lagrangian: bool = True
@@ -75,6 +77,8 @@ class DLConfig:
     construct_every: int = 10
     archive_every: int = 5
 
+
+DLConfig.__init__ = renamed_kwargs("DLConfig", max_iterations="max_iter")(DLConfig.__init__)
 
 VARIANTS = {
     "ucb": DLConfig(),
@@ -92,7 +96,7 @@ def _validate_config(cfg: DLConfig) -> DLConfig:
         check_real(name, getattr(cfg, name), owner=o, low=0.0)
     for name in ("temp_decay", "hybrid_ratio", "ftrl_rate"):
         check_real(name, getattr(cfg, name), owner=o, low=0.0, high=1.0)
-    for name in ("decomposition_size", "max_iterations", "nb_rounds", "patience",
+    for name in ("decomposition_size", "max_iter", "nb_rounds", "patience",
                  "n_weight_vectors", "redecompose_every", "construct_every", "archive_every"):
         check_int(name, getattr(cfg, name), owner=o, low=1)
     check_int("overlap", cfg.overlap, owner=o, low=0, high=cfg.decomposition_size - 1)
@@ -177,7 +181,7 @@ def _solve_weight(problem, oracle, w, cfg, cap, rng, log):
     try:
         x = space.random(rng)
         fx = F(x)
-        for it in range(1, cfg.max_iterations + 1):
+        for it in range(1, cfg.max_iter + 1):
             o_t = min(overlap_at(cfg.overlap, it, cfg.overlap_decay_rate), d - 1)
             if o_t != o_cur:
                 o_cur, windows = o_t, decompose(n, d, o_t)
