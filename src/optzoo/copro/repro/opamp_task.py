@@ -21,6 +21,7 @@ import math
 import numpy as np
 import torch
 
+from optzoo._core.advantages import group_advantages
 from optzoo._core.rng import np_rng, torch_generator
 from optzoo.copro import copro_e_step
 from optzoo.copro.baselines import (
@@ -74,8 +75,7 @@ _PENALTY = 1.0
 
 def group_standardise(F, eps=1e-4):
     """Each objective z-scored within its group ([B, G, m] -> [B, G, m]; eps as GDPO's)."""
-    F = torch.as_tensor(F, dtype=torch.float64)
-    return (F - F.mean(1, keepdim=True)) / (F.std(1, keepdim=True) + eps)
+    return group_advantages(torch.as_tensor(F, dtype=torch.float64), std="unbiased", eps=eps)
 
 
 def sample_specs(family: str, n: int, rng) -> tuple[np.ndarray, np.ndarray]:

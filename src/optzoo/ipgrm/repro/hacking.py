@@ -22,6 +22,7 @@ from optzoo.ipgrm import (
     PrincipleCache,
     SimulatedJudge,
     gold_quality,
+    grpo_advantages,
     make_question,
 )
 
@@ -157,8 +158,7 @@ def run_grpo(arm: str, *, seed: int, steps: int, n_prompts: int = 8, group: int 
         rs = _texts(qs, a)
         rew = np.asarray(fn(qs, rs), float)
         gold = np.array([gold_quality(q, r) for q, r in zip(qs, rs, strict=True)])
-        adv = torch.as_tensor(((rew.reshape(-1, group) - rew.reshape(-1, group).mean(1, keepdims=True))
-                               / (rew.reshape(-1, group).std(1, keepdims=True) + 1e-6)).ravel(), dtype=torch.float32)
+        adv = torch.as_tensor(grpo_advantages(rew, group), dtype=torch.float32)
         with torch.no_grad():
             old = pol.logp(a)
         for _ in range(inner):
