@@ -156,3 +156,19 @@ def test_sb3_ppo_baseline_takes_exactly_the_budget():
                   3, seed=0, hidden=(8,), settings=settings)
     assert out["env_steps"] == 320 and out["steps"] == [160, 320]
     assert len(out["returns"]) == 2 and all(r <= 0 for r in out["returns"])
+
+
+def test_the_rates_run_are_the_pilots_frozen_choices():
+    """LR is what the pilot chose (docs/tuning/rpo_quick.json), and the units record those
+    choices, so the report's tuning table shows every arm's grid, seeds and choice."""
+    from optzoo.repro.claim import NullProgress
+    from optzoo.repro.tuning import choices_from_records
+    from optzoo.rpo import repro
+
+    frozen = {c.arm: c for c in repro.frozen_choices(repro.SCALES["quick"])}
+    assert set(frozen) == {"rpo", "rpo_m1", "shac", "naive"}
+    assert {a: frozen[a].value for a in ("rpo", "shac", "naive")} == {a: repro.LR[a] for a in ("rpo", "shac", "naive")}
+    assert frozen["rpo_m1"].value == repro.LR["rpo"] and frozen["rpo_m1"].grid == (repro.LR["rpo"],)
+    assert not frozen["naive"].at_edge and frozen["rpo"].at_edge  # as the docs page says
+    records = repro.run(repro.SCALES["smoke"], 0, NullProgress())
+    assert {c.arm for c in choices_from_records(records)} == set(frozen) & set(repro.SCALES["smoke"].arms)

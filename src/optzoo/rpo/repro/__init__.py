@@ -40,7 +40,8 @@ from optzoo.repro.claim import Claim
 from optzoo.repro.evidence import Control, Custom, Paired, Record, records_of
 from optzoo.repro.figures import new_figure, save_figure
 
-__all__ = ["CLAIMS", "HEADLINE", "LR", "MAX_THREADS", "SCALES", "Config", "figures", "notes", "run"]
+__all__ = ["CLAIMS", "FROZEN", "HEADLINE", "LR", "MAX_THREADS", "SCALES", "Config", "figures",
+           "frozen_choices", "notes", "run"]
 
 #: One torch thread per unit: the networks are tiny (16 environments, 32 units), so a second
 #: thread only waits, and on a loaded machine its spinning made one unit take over half an hour.
@@ -150,6 +151,16 @@ class Config:
 # {1e-3, 3e-3, 1e-2} widened once to 3e-2, worse); ppo (full only) not re-tuned; rpo_m1 takes
 # RPO's (it is RPO with the reuse removed and nothing else changed). The critic keeps SHAC's 1e-3 for every arm.
 LR = {"rpo": 1e-2, "shac": 3e-2, "naive": 1e-2, "ppo": 3e-3}
+#: the pilot's choices behind LR (grids, per-seed AUCs as the docs page publishes them), as
+#: :class:`~optzoo.repro.tuning.Choice`\ s (absent from an installed wheel: then none recorded)
+FROZEN = Path(__file__).resolve().parents[4] / "docs" / "tuning" / "rpo_quick.json"
+
+
+def frozen_choices(cfg) -> list:
+    """The frozen pilot choice of each arm ``cfg`` runs that has one (rpo, rpo_m1, shac, naive)."""
+    from optzoo.repro.tuning import load_choices
+
+    return [c for c in load_choices(FROZEN) if c.arm in cfg.arms] if FROZEN.exists() else []
 
 SCALES = {
     "smoke": Config(num_envs=8, horizon=8, iterations=6, hidden=(16,), critic_iterations=2,
@@ -262,6 +273,8 @@ def run(config: Config, seed: int, progress) -> list[Record]:
                               hidden=cfg.hidden, learning_rate=LR["ppo"])
                 out += _records(name, key, res)
                 progress.advance()
+    for choice in frozen_choices(cfg):  # the frozen tuning behind the rates run
+        out += choice.to_records()
     return out
 
 
