@@ -126,3 +126,12 @@ def test_stability_control_reproduces_by_construction():
     c = next(c for c in repro.CLAIMS if c.id == "stability")
     v = judge_claims([c], _world(True), scale="quick")[0]
     assert v.verdict == "reproduced" and v.status == "cannot fail"
+
+
+def test_quick_rho_is_the_pilots_frozen_choice():
+    from optzoo.salaad.repro import QUICK_RHO
+    from optzoo.salaad.repro.experiment import frozen_rho
+
+    (choice,) = frozen_rho(QUICK_RHO)
+    assert choice.value == QUICK_RHO and choice.grid == (1e-4, 1e-3, 1e-2) and not choice.at_edge
+    assert choice.seeds == (90000,) and frozen_rho(0.5) == []
