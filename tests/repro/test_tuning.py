@@ -15,6 +15,7 @@ from optzoo.repro.tuning import (
     GridEdgeWarning,
     TuningFallbackWarning,
     choices_from_records,
+    flagged,
     load_choice,
     load_choices,
     render_markdown,
@@ -187,7 +188,11 @@ def test_tuning_table_flags():
     rows = tuning_table([unit(0, grid_b=(1e-3, 1e-2))])
     assert not rows[0]["shared"] and not rows[1]["shared"]
     md = render_markdown(rows)
-    assert "grid end in 1/1" in md and "not shared" in md and md.count("\n") == 4
+    assert "grid end in 1/1" in md and "budget not shared by every arm" in md and md.count("\n") == 4
+    # an arm searching its own grid at the same budget is noted, not flagged
+    rows = tuning_table([unit(0, grid_b=tuple(10 * g for g in GRID))])
+    assert all(r["shared"] for r in rows) and not rows[1]["shared_grid"]
+    assert "own grid, same budget" in render_markdown(rows) and flagged(rows) == 1  # the grid end
     one = select((0.1,), lambda lr, s: lr, stream="t", arm="a", knob="lr").to_records()
     assert "one-point grid" in render_markdown(tuning_table([one]))
     assert render_markdown([]) == "No tuned knobs.\n"

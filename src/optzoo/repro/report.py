@@ -343,8 +343,8 @@ def _tuning_intro(rows: list[dict[str, Any]]) -> str:
     n = flagged(rows)
     return ("Every tuned knob of every arm, chosen by `optzoo.repro.tuning.select` on tuning seeds "
             "or streams (never the evaluation stream); equal grids and budgets make equal tuning. "
-            + (f"**{n} of {len(rows)} rows flagged** (a choice at a grid end, a grid or budget not "
-               "shared by every arm, or every point diverged)." if n else "No row is flagged."))
+            + (f"**{n} of {len(rows)} rows flagged** (a choice at a grid end, a budget not shared "
+               "by every arm, or every point diverged)." if n else "No row is flagged."))
 
 
 def write_markdown(runs: list[PaperRun], path: Path, meta: dict[str, Any],

@@ -373,8 +373,9 @@ def tuning_table(records_per_seed: Sequence[Sequence[Record]]) -> list[dict]:
     union, or ``"per unit"`` counts), ``stream``, ``budget`` (score evaluations per unit, and
     the per-evaluation budget), ``chosen`` (value -> number of units), ``at_edge`` (units whose
     choice is at a grid end), ``fallback`` (units where every point diverged), ``frozen`` (the
-    file of a frozen choice), and ``shared``: whether every arm of the same (context, knob)
-    had the same grid and budget (False flags an unshared grid)."""
+    file of a frozen choice), ``shared``: whether every arm of the same (context, knob) had the
+    same tuning budget (False is flagged), and ``shared_grid``: the same grid too (an arm may
+    search its own space at the same budget, e.g. a constrained pair of rates)."""
     groups: dict[tuple, list[Choice]] = {}
     for seed in records_per_seed:
         for c in choices_from_records(seed):
@@ -401,11 +402,14 @@ def tuning_table(records_per_seed: Sequence[Sequence[Record]]) -> list[dict]:
             "frozen": sorted({c.frozen for c in cs if c.frozen}),
             "_sig": (tuple(grids), tuple(budgets)),
         })
-    by_ctx: dict[tuple, set] = {}
+    grids_of: dict[tuple, set] = {}
+    budgets_of: dict[tuple, set] = {}
     for r in rows:
-        by_ctx.setdefault((r["context"], r["knob"]), set()).add(r["_sig"])
+        grids_of.setdefault((r["context"], r["knob"]), set()).add(r["_sig"][0])
+        budgets_of.setdefault((r["context"], r["knob"]), set()).add(r["_sig"][1])
     for r in rows:
-        r["shared"] = len(by_ctx[(r["context"], r["knob"])]) == 1
+        r["shared_grid"] = len(grids_of[(r["context"], r["knob"])]) == 1
+        r["shared"] = len(budgets_of[(r["context"], r["knob"])]) == 1
         del r["_sig"]
     return rows
 
@@ -416,20 +420,28 @@ TABLE_HEAD = ("context", "arm", "knob", "grid", "tuning seeds, stream", "budget 
 
 def row_cells(r: Mapping[str, Any]) -> list[str]:
     """One row of :func:`tuning_table` as the cells of :data:`TABLE_HEAD`; a choice at a grid
-    end, an unshared grid or budget, a grid of one point and an all-diverged fallback are
-    flagged in the last cell ("-" when none)."""
+    end, a budget not every arm shares, a grid of one point and an all-diverged fallback are
+    flagged in the last cell, an arm's own grid at the same budget noted ("-" when none)."""
     flags = []
     if r["at_edge"]:
         flags.append(f"grid end in {r['at_edge']}/{r['units']}")
     if not r["shared"]:
-        flags.append("grid or budget not shared by every arm")
+        flags.append("budget not shared by every arm")
+    elif not r.get("shared_grid", True):
+        flags.append("own grid, same budget")
     if r["grid_size"] == 1:
         flags.append("one-point grid")
     if r["fallback"]:
         flags.append(f"all diverged in {r['fallback']}/{r['units']}")
     if r["frozen"]:
         flags.append("frozen: " + ", ".join(r["frozen"]))
-    grid = r["grid"] if isinstance(r["grid"], str) else "{" + ", ".join(r["grid"]) + "}"
+    points = r["grid"]
+    if isinstance(points, str):
+        grid = points
+    elif len(points) > 6:  # long grids (joint grids of several knobs) in brief
+        grid = "{" + ", ".join(points[:2]) + ", ..., " + points[-1] + f"}} ({len(points)} points)"
+    else:
+        grid = "{" + ", ".join(points) + "}"
     seeds = (", ".join(map(str, r["tuning_seeds"])) or "the unit's own") + " on " + "/".join(r["stream"])
     chosen = ", ".join(f"{k} ({n})" for k, n in r["chosen"].items())
     return [r["context"] or "-", r["arm"], r["knob"], grid, seeds, str(r["budget"]), chosen,
@@ -437,7 +449,8 @@ def row_cells(r: Mapping[str, Any]) -> list[str]:
 
 
 def flagged(rows: Sequence[Mapping[str, Any]]) -> int:
-    """How many rows carry a warning flag (a grid end, an unshared grid or budget, all diverged)."""
+    """How many rows carry a warning flag (a grid end, a budget not every arm shares, all
+    diverged)."""
     return sum(bool(r["at_edge"] or not r["shared"] or r["fallback"]) for r in rows)
 
 
