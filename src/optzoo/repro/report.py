@@ -383,7 +383,7 @@ def _html_table(runs: list[PaperRun], kind: str) -> str:
     ctl = kind == "claim"
     for run in runs:
         for v in run.of_kind(kind):
-            rows.append(f"<tr><td>{e(run.slug)}</td><td>{e(v.claim)}</td><td class='v' style='color:"
+            rows.append(f"<tr><td class='id'>{e(run.slug)}</td><td class='id'>{e(v.claim)}</td><td class='v' style='color:"
                         f"{_colour(v)}'>{e(_shown(v))}</td><td>{e(_interval(v))}</td>"
                         f"<td>{e(_undecided(v))}</td>" + (f"<td>{e(_control(v, removes=False))}</td>" if ctl else "")
                         + "</tr>")
@@ -448,7 +448,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
         "<!doctype html><html><head><meta charset='utf-8'><title>optzoo reproduction report</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;"
         "color:#1f2328}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;"
-        "padding:4px 8px;vertical-align:top;font-size:13px;overflow-wrap:anywhere}th{background:#f4f4f4}img{max-width:100%;"
+        "padding:4px 8px;vertical-align:top;font-size:13px;overflow-wrap:anywhere}td.id,td.v{overflow-wrap:normal}th{background:#f4f4f4}img{max-width:100%;"
         "margin:1em 0}pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:12px}"
         ".v{font-weight:bold}ul.s li{margin:.2em 0}.rule{color:#57606a;font-size:13px}"
         ".c{display:inline-block;width:22px;height:22px;margin:1px;border:1px solid #999;color:#fff;"
@@ -493,7 +493,7 @@ def write_html(runs: list[PaperRun], path: Path, meta: dict[str, Any]) -> Path:
                 stmt = claims[v.claim].statement if v.claim in claims else ""
                 src = claims[v.claim].source if v.claim in claims else ""
                 extra = f" ({_undecided(v)})" if _undecided(v) else ""
-                parts.append(f"<tr><td>{e(v.claim)}</td><td>{e(stmt)}"
+                parts.append(f"<tr><td class='id'>{e(v.claim)}</td><td>{e(stmt)}"
                              + (f"<br><i>Source: {e(src)}</i>" if src else "")
                              + f"</td><td class='v' style='color:{_colour(v)}'>{e(_shown(v))}</td>"
                              f"<td>{e(v.summary + extra)}</td>"
