@@ -162,8 +162,10 @@ def test_ray_backend_matches_local(tmp_path):
         assert _metrics(local, s) == _metrics(remote, s)
 
 
-def test_interrupt_keeps_finished_units(tmp_path):
-    """SIGINT to the driver mid-run: exit 130, finished unit intact, nothing half-written."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_keeps_finished_units(tmp_path, signame):
+    """SIGINT (Ctrl-C) or SIGTERM (kill) to the driver mid-run: exit 130, finished unit intact,
+    nothing half-written, the running unit stopped."""
     import signal
     import subprocess
     import sys
@@ -187,17 +189,27 @@ def test_interrupt_keeps_finished_units(tmp_path):
     while not done.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert done.exists(), proc.stderr.read().decode() if proc.poll() is not None else "seed 0 not finished"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signame))
     try:
         rc = proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        raise AssertionError("driver did not stop after SIGINT: " + proc.stderr.read().decode()[-3000:]) from None
+        raise AssertionError(f"driver did not stop after {signame}: " + proc.stderr.read().decode()[-3000:]) from None
     assert rc == 130, proc.stderr.read().decode()[-3000:]
     assert json.loads(done.read_text())["status"] == "ok"
     assert not (out / "selftest" / "seed-1.json").exists()
     assert not list((out / "selftest").glob(".*.tmp"))
     assert "not run: interrupted" in (out / "report.md").read_text()
+    deadline = time.time() + 20  # no process of the run is left (seed 1's sleeps for 120 s)
+    while time.time() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"a unit process outlived the driver after {signame}")
 
 
 def test_max_threads_caps_a_units_threads(monkeypatch):

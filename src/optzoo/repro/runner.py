@@ -15,6 +15,7 @@ before numpy or torch are loaded.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import queue as queue_mod
@@ -332,15 +333,38 @@ def run_units(
         console=console, transient=False,
     ) as progress:
         bars = _Bars(progress, progress.add_task(f"units ({scale})", total=len(todo)))
-        if backend == "local":
-            _run_local(todo, scale, out, jobs, threads, bars, done)
-        elif backend == "ray":
-            _run_ray(todo, scale, out, jobs, threads, ray_address, bars, done)
-        else:
-            raise ValueError(
-                f"The 'backend' argument of run_units must be one of 'local', 'ray'. Got {backend!r}."
-            )
+        with _sigterm_as_interrupt():
+            if backend == "local":
+                _run_local(todo, scale, out, jobs, threads, bars, done)
+            elif backend == "ray":
+                _run_ray(todo, scale, out, jobs, threads, ray_address, bars, done)
+            else:
+                raise ValueError(
+                    f"The 'backend' argument of run_units must be one of 'local', 'ray'. Got {backend!r}."
+                )
     return outcomes
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While units run, SIGTERM (``kill``, a scheduler's stop) ends the run as Ctrl-C does: the
+    unit processes are stopped and every finished unit is kept. Without it the driver would die
+    at once and leave its unit processes running."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _unit_threads(unit: Unit, threads: int) -> int:
