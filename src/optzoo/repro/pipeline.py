@@ -215,7 +215,7 @@ def reproduce(
         "environment": environment_manifest(), "elapsed_s": time.time() - t0,
         "backend": backend, "jobs": jobs,
     }
-    write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs,
+    write_outputs(runs, meta, out=out, scale=scale, write_docs=write_docs,
                   docs_dir=docs_dir, console=console, modules=modules)
     report.console_table(runs, console)
     if runs_out is not None:
@@ -228,7 +228,7 @@ def reproduce(
     return 1 if failed else 0
 
 
-def write_outputs(runs: list[PaperRun], slugs: list[str], meta: dict[str, Any], *, out: Path,
+def write_outputs(runs: list[PaperRun], meta: dict[str, Any], *, out: Path,
                   scale: str, write_docs: bool, docs_dir: Path, console,
                   modules: dict[str, str] | None = None) -> None:
     """report.md and report.html in OUT; with ``write_docs`` the runs' units are also archived
@@ -290,7 +290,7 @@ def report_existing(slugs: list[str], *, scale: str = "quick", out: Path = Path(
             "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "command": "optzoo " + " ".join(sys.argv[1:]) if sys.argv and "optzoo" in sys.argv[0] else "",
             "environment": environment_manifest(), "backend": None}
-    write_outputs(runs, slugs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
+    write_outputs(runs, meta, out=out, scale=scale, write_docs=write_docs, docs_dir=docs_dir,
                   console=console, modules=modules)
     report.console_table(runs, console)
     if runs_out is not None:
