@@ -329,12 +329,8 @@ def _tuning(run: PaperRun) -> list[dict[str, Any]]:
     from optzoo.repro.evidence import as_records
     from optzoo.repro.tuning import PART, tuning_table
 
-    try:
-        per_seed = [[r for r in as_records(seed) if r.part == PART] for seed in run.per_seed
-                    if isinstance(seed, list)]
-        return tuning_table(per_seed) if any(per_seed) else []
-    except (TypeError, KeyError, ValueError):  # a room not on records
-        return []
+    per_seed = [[r for r in as_records(seed) if r.part == PART] for seed in run.per_seed]
+    return tuning_table(per_seed) if any(per_seed) else []
 
 
 def _tuning_intro(rows: list[dict[str, Any]]) -> str:
