@@ -218,14 +218,18 @@ def test_frozen_rates_are_the_choices_in_docs_tuning():
     # quick's (and full's) rates are the Choices frozen in docs/tuning, and the rule re-derives them
     import json
 
-    from optzoo.context_tuning.repro.tuning import FROZEN, choices, frozen_choices
+    from optzoo.context_tuning.repro.tuning import FROZEN, FROZEN_FULL, choices, frozen_choices
 
-    doc = json.loads(FROZEN.read_text())
-    again = choices(doc["rows"], grid=tuple(doc["grid"]), seeds=tuple(doc["seeds"]), steps=doc["steps"])
-    assert {c.arm: c.value for c in again} == doc["chosen"]
+    for path in (FROZEN, FROZEN_FULL):
+        doc = json.loads(path.read_text())
+        again = choices(doc["rows"], grid=tuple(doc["grid"]), seeds=tuple(doc["seeds"]), steps=doc["steps"])
+        assert {c.arm: c.value for c in again} == doc["chosen"]
     for scale in ("quick", "full"):
         cfg = repro.SCALES[scale]
         got = {c.arm: c.value for c in frozen_choices(cfg)}
-        assert got == {m: lr for m, lr in cfg.lrs if lr is not None and m in cfg.methods}
+        # every tuned arm's rate is a frozen choice; ttt_ctkv is not tuned on its own (TTT's rate)
+        assert got == {m: lr for m, lr in cfg.lrs if m in cfg.methods and m != "ttt_ctkv"}
         assert not any(c.at_edge for c in frozen_choices(cfg))
+    full = dict(repro.SCALES["full"].lrs)
+    assert full["ttt_ctkv"] == full["ttt"]
     assert frozen_choices(repro.SCALES["smoke"]) == []

@@ -172,11 +172,11 @@ _QUICK_METHODS = ("zeroshot", "icl", "ctkv", "ctkv_randinit", "peft_prefix", "ct
 # verdict seed. ttt_ctkv is not tuned on its own: TTT at TTT's rate, then CT-KV at CT-KV's.
 _QUICK_LRS = (("ctkv", 3e-2), ("ctkv_randinit", 3e-2), ("peft_prefix", 1e-3), ("ctkv_noloo", 1e-2))
 # Full runs every arm at quick's family, k and steps (so quick's tuned rates carry over), on more
-# tasks. The rates of the arms quick does not run are NOT tuned on this family yet (None): full
-# refuses to run until ``python -m optzoo.context_tuning.repro.tuning --scale full`` has been run
-# and its choices written here (see the docs: full was not rerun in issue 40).
-_FULL_LRS = _QUICK_LRS + (("ttt", None), ("ctprompt", None), ("peft_prompt", None), ("ttt_ctkv", None),
-                          ("ctkv_nodrop", None))
+# tasks. The arms quick does not run were tuned by ``python -m optzoo.context_tuning.repro.tuning
+# --scale full`` on the same grid, tuning tasks and steps (records in
+# docs/tuning/context_tuning_full.json; issue 40, before any full verdict run on this family).
+_FULL_LRS = _QUICK_LRS + (("ttt", 1e-2), ("ctprompt", 1e-2), ("peft_prompt", 3e-3), ("ctkv_nodrop", 1e-2),
+                          ("ttt_ctkv", 1e-2))  # TTT at TTT's rate, then CT-KV at CT-KV's
 
 SCALES = {
     "smoke": Config("tiny", tasks=2, k=4, queries=4, steps=3, methods=_EVERY, lrs=tuple((m, 1e-2) for m in TRAINED),

@@ -92,23 +92,31 @@ def choose(rows: list[dict]) -> dict:
 
 
 #: the frozen choices of the scales that run tuned rates (docs/tuning/, next to the package's
-#: source tree; absent from an installed wheel, where no frozen choice is recorded)
+#: source tree; absent from an installed wheel, where no frozen choice is recorded): quick's, and
+#: full's for the arms quick does not run (full runs quick's family, k and steps, so quick's
+#: choices carry over to the arms both run)
 FROZEN = Path(__file__).resolve().parents[4] / "docs" / "tuning" / "context_tuning_quick.json"
+FROZEN_FULL = FROZEN.with_name("context_tuning_full.json")
 
 
-def frozen_choices(config, path=FROZEN) -> list:
-    """The frozen choices that ``config`` runs: those of ``path`` made at its family, k and steps
-    whose rate is the one ``config.lrs`` gives the arm (none if the file is absent)."""
+def frozen_choices(config, paths=(FROZEN, FROZEN_FULL)) -> list:
+    """The frozen choices that ``config`` runs: those of ``paths`` made at its family, k and steps
+    whose rate is the one ``config.lrs`` gives the arm (an arm's first such choice; none for a
+    file that is absent)."""
     from optzoo.repro.tuning import load_choices
 
-    path = Path(path)
-    if not path.exists():
-        return []
-    doc = json.loads(path.read_text())
-    if (doc.get("family", "cat2"), doc.get("k"), doc.get("steps")) != (config.family, config.k, config.steps):
-        return []
     lrs = dict(config.lrs)
-    return [c for c in load_choices(path) if c.arm in config.methods and lrs.get(c.arm) == c.value]
+    out: dict = {}
+    for path in map(Path, paths):
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text())
+        if (doc.get("family", "cat2"), doc.get("k"), doc.get("steps")) != (config.family, config.k, config.steps):
+            continue
+        for c in load_choices(path):
+            if c.arm in config.methods and lrs.get(c.arm) == c.value:
+                out.setdefault(c.arm, c)
+    return list(out.values())
 
 
 def main(argv=None) -> None:
