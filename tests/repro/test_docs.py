@@ -61,7 +61,11 @@ def test_write_docs_archives_units_and_writes_every_result_from_them(written):
     assert (block / "verdicts.json").exists() and (block / "figures" / "forest.png").exists()
     assert (d / "results" / "quick-seeds-1000" / "selftest" / "seed-1002.json.gz").exists()
     results = (d / "RESULTS.md").read_text()
-    assert "- **selftest**: " in results and "seeds [0, 1, 2]" in results and "1000" not in results
+    head, other = results.split("Other scales and seed sets")
+    other, tables = other.split("### Claims of the papers")
+    assert "- **selftest**: " in head and "seeds [0, 1, 2]" in tables and "1000" not in head + tables
+    # the other blocks' summary lines, so that a verdict only another block has is visible there
+    assert "- **selftest** (quick-seeds-1000): " in other and "seeds 1000-1002" in other
     assert "](results/quick/selftest/figures/forest.png)" in results
     assert "units finished " in results and "optzoo report --from docs/results --write-docs" in results
     page = (d / "papers" / "selftest.md").read_text()

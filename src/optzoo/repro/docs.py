@@ -32,6 +32,7 @@ from optzoo.repro.report import (
     RESULTS_BEGIN,
     RESULTS_END,
     paper_lines,
+    paper_summary,
     verdict_counts,
     write_markdown,
 )
@@ -147,8 +148,9 @@ def write_docs(docs_dir: Path = Path("docs"), *, readme: Path | None = None,
     redraw = draw if isinstance(draw, bool) else None
     pairs = set() if isinstance(draw, bool) else set(draw)
     changed: list[Path] = []
+    judged: dict[str, list[PaperRun]] = {}
     for block in blocks(docs_dir):
-        runs = []
+        runs = judged.setdefault(block, [])
         for slug, module in modules.items():
             run = judge_block(docs_dir, block, slug, module=module,
                               draw=redraw if redraw is not None else (block, slug) in pairs)
@@ -159,12 +161,17 @@ def write_docs(docs_dir: Path = Path("docs"), *, readme: Path | None = None,
                     changed.append(page)
         if console is not None:
             console.log(f"docs/results/{block}: {len(runs)} paper(s) judged")
-        if block != "quick":
-            continue
+    if "quick" in judged:
+        runs = judged["quick"]
         missing = [slug for slug in modules if slug not in {r.slug for r in runs}]
+        meta = _meta(runs, missing)
+        # the other blocks' summary lines, so that a headline judged only at full is visible here
+        meta["other"] = [f"- **{r.slug}** ({block}): {paper_summary(r)} ([page](papers/{r.slug}.md))"
+                         for slug in modules for block, rs in judged.items() if block != "quick"
+                         for r in rs if r.slug == slug]
         path = docs_dir / "RESULTS.md"
         old = path.read_text() if path.exists() else None
-        write_markdown(runs, path, _meta(runs, missing),
+        write_markdown(runs, path, meta,
                        figure_prefix={r.slug: f"results/quick/{r.slug}/figures" for r in runs})
         if path.read_text() != old:
             changed.append(path)

@@ -263,6 +263,9 @@ def _header(runs: list[PaperRun], meta: dict[str, Any]) -> list[str]:
     ]
     for run in runs:
         lines.append(f"- **{run.slug}**: {paper_summary(run)}")
+    if meta.get("other"):
+        lines += ["", "Other scales and seed sets (their full tables are in each paper's page):", "",
+                  *meta["other"]]
     lines.append("")
     lines += ["### Claims of the papers", "", *_table(runs, "claim")]
     findings = _table(runs, "finding")
