@@ -83,6 +83,12 @@ def test_readme_verdict_column_is_updated(tmp_path):
     assert f"| 03 | `dks` | Densest k-subgraph | reconstructed | implemented | {counts} (quick) |" in text
     assert "| 04 | `comparison` | Comparisons | reconstructed | not yet | - |" in text
     assert not update_readme_verdicts(readme, [run], "quick")  # idempotent
+    # a full block's headline is added to the cell (quick may not test the headline)
+    at_full = PaperRun("dks", "full", [0, 1], [{}] * 2, [Verdict("a", "inconclusive", ""),
+                                                         Verdict("b", "reproduced", "", control=failed)],
+                       headline=("a", "b"))
+    assert update_readme_verdicts(readme, [run], "quick", full=[at_full])
+    assert f"| {counts} (quick); headline at full: undecided |" in readme.read_text()
 
 
 

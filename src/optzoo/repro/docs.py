@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from optzoo.repro.claim import PaperRun
+from optzoo.repro.judging import headline_status
 from optzoo.repro.report import (
     RESULTS_BEGIN,
     RESULTS_END,
@@ -175,7 +176,7 @@ def write_docs(docs_dir: Path = Path("docs"), *, readme: Path | None = None,
                        figure_prefix={r.slug: f"results/quick/{r.slug}/figures" for r in runs})
         if path.read_text() != old:
             changed.append(path)
-        if update_readme_verdicts(readme, runs, "quick"):
+        if update_readme_verdicts(readme, runs, "quick", full=judged.get("full", ())):
             changed.append(readme)
     return changed
 
@@ -230,13 +231,17 @@ def update_paper_docs(page: Path, run: PaperRun, *, block: str = "quick") -> boo
     return False
 
 
-def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bool:
+def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str, *,
+                           full: Iterable[PaperRun] = ()) -> bool:
     """Rewrite the last cell of each run's row in the README's table of papers
-    (rows look like ``| 03 | `dks` | ... | last verdicts |``). Returns True if it changed."""
+    (rows look like ``| 03 | `dks` | ... | last verdicts |``); a paper with a run in ``full``
+    (its full block) also gets that run's headline, which quick may not test. Returns True if
+    it changed."""
     readme = Path(readme)
     if not readme.exists():
         return False
     by_slug = {r.slug: r for r in runs}
+    at_full = {r.slug: headline_status(r.verdicts, r.headline) for r in full}
     lines = readme.read_text().splitlines()
     changed = False
     for i, line in enumerate(lines):
@@ -245,7 +250,10 @@ def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str) -> bo
             continue
         slug = cells[1].strip("`")
         if slug in by_slug and cells[1].startswith("`"):
-            new = " | ".join(cells[:-1]) + f" | {verdict_counts(by_slug[slug])} ({scale}) |"
+            cell = f"{verdict_counts(by_slug[slug])} ({scale})"
+            if at_full.get(slug):
+                cell += f"; headline at full: {at_full[slug]}"
+            new = " | ".join(cells[:-1]) + f" | {cell} |"
             if new != line:
                 lines[i], changed = new, True
     if changed:
