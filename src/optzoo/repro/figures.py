@@ -87,9 +87,9 @@ def forest_plot(verdicts: Sequence, path: str | Path, title: str = "") -> Path |
         ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.set_title(head, fontsize=7, loc="right", color=colour, pad=1)
-    if title:
-        axes[0, 0].set_title(title + (" (open squares: each claim's control)" if any(
-            getattr(v, "control", None) is not None for v in verdicts) else ""), fontsize=9, loc="left")
+    if title:  # the figure's own title, above the first row's verdict label (not on its axis)
+        fig.suptitle(title + (" (open squares: each claim's control)" if any(
+            getattr(v, "control", None) is not None for v in verdicts) else ""), fontsize=9, x=0.01, ha="left")
     return save_figure(fig, path)
 
 
