@@ -169,6 +169,42 @@ def test_the_rates_run_are_the_pilots_frozen_choices():
     assert set(frozen) == {"rpo", "rpo_m1", "shac", "naive"}
     assert {a: frozen[a].value for a in ("rpo", "shac", "naive")} == {a: repro.LR[a] for a in ("rpo", "shac", "naive")}
     assert frozen["rpo_m1"].value == repro.LR["rpo"] and frozen["rpo_m1"].grid == (repro.LR["rpo"],)
-    assert not frozen["naive"].at_edge and frozen["rpo"].at_edge  # as the docs page says
+    # one grid for every tuned arm, every choice inside it (the docs page's tuning table)
+    assert len({frozen[a].grid for a in ("rpo", "shac", "naive")}) == 1
+    assert not any(frozen[a].at_edge for a in ("rpo", "shac", "naive"))
     records = repro.run(repro.SCALES["smoke"], 0, NullProgress())
     assert {c.arm for c in choices_from_records(records)} == set(frozen) & set(repro.SCALES["smoke"].arms)
+
+
+def _rows(auc):
+    """Tuning rows from {(arm, lr): AUC} (the same AUC on both pilot seeds)."""
+    from optzoo.rpo.repro.tuning import TUNE_SEEDS
+
+    return [{"arm": a, "lr": lr, "seed": s, "auc": v, "final": v, "status": "ok", "cpu_s": 1.0}
+            for (a, lr), v in auc.items() for s in TUNE_SEEDS]
+
+
+def test_tuning_one_grid_best_mean_auc_and_rpo_m1_at_rpos_rate():
+    from optzoo.rpo.repro.tuning import GRID, TUNED, choices, widened
+
+    best = {"rpo": GRID[2], "shac": GRID[3], "naive": GRID[1]}
+    rows = _rows({(a, lr): -abs(np.log(lr / best[a])) for a in TUNED for lr in GRID})
+    rows += _rows({("rpo_m1", GRID[2]): -900.0})
+    got = {c.arm: c for c in choices(rows)}
+    assert {a: got[a].value for a in TUNED} == best
+    assert all(got[a].grid == GRID for a in TUNED)
+    assert got["rpo_m1"].grid == (GRID[2],) and got["rpo_m1"].scores == (-900.0,)
+    assert widened(list(got.values())) == GRID  # no end chosen: the grid stays
+
+
+def test_tuning_widens_once_at_the_end_some_arm_chose_for_every_arm():
+    from optzoo.rpo.repro.tuning import GRID, TUNED, WIDEN, choices, widened
+
+    top = {(a, lr): (lr if a == "shac" else -lr) for a in TUNED for lr in GRID}  # shac: the top end
+    chosen = choices(_rows(top))
+    assert next(c for c in chosen if c.arm == "shac").at_edge
+    # rpo and naive choose the bottom end here too, so both ends widen
+    assert widened(chosen) == (WIDEN[0], *GRID, WIDEN[1])
+    mid = {(a, lr): -abs(np.log(lr / GRID[2])) for a in TUNED for lr in GRID}
+    mid.update({("shac", lr): lr for lr in GRID})
+    assert widened(choices(_rows(mid))) == (*GRID, WIDEN[1])

@@ -16,14 +16,14 @@ Arms (every one in the same unit, on the same seed, budget and evaluation starts
   and the clip and KL are inactive: no reuse;
 * ``naive``: naive reuse, the baseline of ``stable_reuse``: the same RPO with M = 5 but no ratio
   weight, no clip and no KL (entropy bonus kept: issue 40), its learning rate tuned on the same
-  grid;
+  grid as every tuned arm;
 * ``shac``: SHAC (M = 1, no regularisers, SHAC's Adam and linear decay);
 * at full also stable-baselines3 ``ppo`` on ``as_gymnasium`` copies of the environment at the
   same budget, ``rpo10`` / ``naive10`` (M = 10), ``shac_lr5`` (SHAC with 5x the learning rate)
   and ``ppo_x10`` (PPO at 10x the budget, context only).
 
-Learning rates: one grid per tuned arm, tuned on pilot seeds >= 90000 and frozen in ``LR``;
-never chosen on the evaluation seeds (docs/papers/rpo.md, "Pilot").
+Learning rates: one grid for every tuned arm, tuned on pilot seeds >= 90000 and frozen in ``LR``
+(:mod:`optzoo.rpo.repro.tuning`); never chosen on the evaluation seeds (docs/papers/rpo.md).
 """
 
 from __future__ import annotations
@@ -145,13 +145,13 @@ class Config:
     seeds: int = 5
 
 
-# Pilot-tuned actor learning rates at quick's configuration (docs/papers/rpo.md, "Pilot"):
-# rpo and shac from the pilot on the unclipped pendulum (their upper neighbours re-checked on
-# the clipped one, worse), naive re-tuned with its entropy bonus on the clipped pendulum (grid
-# {1e-3, 3e-3, 1e-2} widened once to 3e-2, worse); ppo (full only) not re-tuned; rpo_m1 takes
-# RPO's (it is RPO with the reuse removed and nothing else changed). The critic keeps SHAC's 1e-3 for every arm.
-LR = {"rpo": 1e-2, "shac": 3e-2, "naive": 1e-2, "ppo": 3e-3}
-#: the pilot's choices behind LR (grids, per-seed AUCs as the docs page publishes them), as
+# Actor learning rates at quick's configuration, one grid {1e-3, 3e-3, 1e-2, 3e-2, 1e-1} for rpo,
+# shac and naive, chosen on pilot seeds 90000-90001 (``optzoo.rpo.repro.tuning``, records in
+# docs/tuning/rpo_quick.json; every choice inside the grid); ppo (full only) from the earlier pilot,
+# not re-tuned; rpo_m1 takes RPO's (it is RPO with the reuse removed and nothing else changed).
+# The critic keeps SHAC's 1e-3 for every arm.
+LR = {"rpo": 1e-2, "shac": 1e-2, "naive": 1e-2, "ppo": 3e-3}
+#: the tuning choices behind LR (grid, per-seed AUCs, written by ``optzoo.rpo.repro.tuning``), as
 #: :class:`~optzoo.repro.tuning.Choice`\ s (absent from an installed wheel: then none recorded)
 FROZEN = Path(__file__).resolve().parents[4] / "docs" / "tuning" / "rpo_quick.json"
 
@@ -183,20 +183,21 @@ def _env(name: str, n: int):
     return cls(num_envs=n)
 
 
-def _arm_config(arm: str, cfg: Config):
+def _arm_config(arm: str, cfg: Config, lr: float | None = None):
+    """``arm``'s configuration at ``cfg``; ``lr`` replaces its frozen actor rate (tuning only)."""
     from optzoo.rpo import RPOConfig, shac_config
 
     common = {"horizon": cfg.horizon, "hidden": cfg.hidden, "critic_hidden": cfg.hidden,
               "critic_iterations": cfg.critic_iterations}
     if arm in ("rpo", "rpo10", "rpo_m1"):
         m = {"rpo": cfg.epochs, "rpo10": 10, "rpo_m1": 1}[arm]
-        return RPOConfig(epochs=m, actor_lr=LR["rpo"], **common)
+        return RPOConfig(epochs=m, actor_lr=LR["rpo"] if lr is None else lr, **common)
     if arm in ("naive", "naive10"):
         # RPO minus ratio weight, clip and KL; the entropy bonus (ent_coef) stays RPO's
         return RPOConfig(epochs=cfg.epochs if arm == "naive" else 10, clip=False,
-                         ratio_weight=False, kl_coef=0.0, actor_lr=LR["naive"], **common)
+                         ratio_weight=False, kl_coef=0.0, actor_lr=LR["naive"] if lr is None else lr, **common)
     if arm == "shac":
-        return shac_config(actor_lr=LR["shac"], **common)
+        return shac_config(actor_lr=LR["shac"] if lr is None else lr, **common)
     if arm == "shac_lr5":
         return shac_config(actor_lr=min(5 * LR["shac"], 0.5), **common)
     raise ValueError(f"The 'arm' argument of _arm_config must be a known arm. Got {arm!r}.")
@@ -207,10 +208,10 @@ def _checkpoints(cfg: Config) -> list[int]:
     return [int(round(total * (k + 1) / cfg.checkpoints)) for k in range(cfg.checkpoints)]
 
 
-def _run_arm(arm, name, cfg, seed, eval_env, eval_seed):
+def _run_arm(arm, name, cfg, seed, eval_env, eval_seed, lr=None):
     from optzoo.rpo import RPO, evaluate
 
-    algo = RPO(_env(name, cfg.num_envs), _arm_config(arm, cfg))
+    algo = RPO(_env(name, cfg.num_envs), _arm_config(arm, cfg, lr))
     marks = _checkpoints(cfg)
     out = {"steps": [], "returns": []}
 
