@@ -157,7 +157,8 @@ FROZEN = Path(__file__).resolve().parents[4] / "docs" / "tuning" / "rpo_quick.js
 
 
 def frozen_choices(cfg) -> list:
-    """The frozen pilot choice of each arm ``cfg`` runs that has one (rpo, rpo_m1, shac, naive)."""
+    """The frozen tuning choice of each arm ``cfg`` runs that has one (rpo, shac, naive; rpo_m1
+    is not tuned: it runs RPO's rate)."""
     from optzoo.repro.tuning import load_choices
 
     return [c for c in load_choices(FROZEN) if c.arm in cfg.arms] if FROZEN.exists() else []

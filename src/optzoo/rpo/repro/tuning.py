@@ -7,8 +7,9 @@ grid point with the highest mean evaluation-return AUC over the pilot seeds, tie
 in grid order (:func:`optzoo.repro.tuning.select`). When any arm's choice is an end of the
 grid, the grid is widened once at that end by one point, for every arm, and every arm is
 chosen again on the wider grid. ``rpo_m1`` (the reuse control) is not tuned: it is RPO with the
-reuse removed and nothing else changed, so it runs RPO's rate; its one-point record shows its
-score there. The choices are frozen in ``LR`` and ``docs/tuning/rpo_quick.json``, made by::
+reuse removed and nothing else changed, so it runs RPO's rate (no choice is recorded for it, so
+the report's tuning table compares the tuned arms only); its rows in the file show its score
+there. The choices are frozen in ``LR`` and ``docs/tuning/rpo_quick.json``, made by::
 
     OMP_NUM_THREADS=1 python -m optzoo.rpo.repro.tuning --jobs 2 --out docs/tuning/rpo_quick.json
 """
@@ -62,7 +63,7 @@ def tune(grid=GRID, *, seeds=TUNE_SEEDS, arms=TUNED, jobs: int = 1, done=()) -> 
 
 def choices(rows: list[dict], grid=GRID, *, seeds=TUNE_SEEDS, arms=TUNED) -> list:
     """Each tuned arm's :class:`~optzoo.repro.tuning.Choice` (best mean AUC, ties to the first)
-    on ``grid``, plus ``rpo_m1``'s one-point record at RPO's choice (when its rows are there)."""
+    on ``grid``."""
     from optzoo.repro.tuning import select
     from optzoo.rpo.repro import SCALES
 
@@ -70,18 +71,11 @@ def choices(rows: list[dict], grid=GRID, *, seeds=TUNE_SEEDS, arms=TUNED) -> lis
     budget = cfg.num_envs * cfg.horizon * cfg.iterations
     table = {(r["arm"], r["lr"], r["seed"]): r["auc"] for r in rows}
 
-    def pick(arm, pts, note):
-        return select(pts, np.array([[table[(arm, lr, s)] for s in seeds] for lr in pts]), seeds=tuple(seeds),
-                      stream="pilot seeds (quick configuration, clipped pendulum)", direction="max", arm=arm,
-                      knob="actor_lr", eval_budget=budget, budget_unit="env steps", warn=False,
-                      meta={"score": "mean evaluation-return AUC", "note": note})
-
-    out = [pick(a, list(grid), "one grid for rpo, shac and naive") for a in arms]
-    rpo = next(c.value for c in out if c.arm == "rpo")
-    if all(("rpo_m1", rpo, s) in table for s in seeds):
-        out.append(pick("rpo_m1", [rpo], "not tuned: RPO's rate by design (RPO with the reuse removed and "
-                                          "nothing else changed)"))
-    return out
+    return [select(grid, np.array([[table[(a, lr, s)] for s in seeds] for lr in grid]), seeds=tuple(seeds),
+                   stream="pilot seeds (quick configuration, clipped pendulum)", direction="max", arm=a,
+                   knob="actor_lr", eval_budget=budget, budget_unit="env steps", warn=False,
+                   meta={"score": "mean evaluation-return AUC", "note": "one grid for rpo, shac and naive"})
+            for a in arms]
 
 
 def widened(chosen: list, grid=GRID) -> tuple:
