@@ -9,7 +9,8 @@ grid, the grid is widened once at that end by one point, for every arm, and ever
 chosen again on the wider grid. ``rpo_m1`` (the reuse control) is not tuned: it is RPO with the
 reuse removed and nothing else changed, so it runs RPO's rate (no choice is recorded for it, so
 the report's tuning table compares the tuned arms only); its rows in the file show its score
-there. The choices are frozen in ``LR`` and ``docs/tuning/rpo_quick.json``, made by::
+there. The choices are frozen in ``LR`` and ``docs/tuning/rpo_quick.json``, made by (one
+thread per worker process, set by the caller as the runner would)::
 
     OMP_NUM_THREADS=1 python -m optzoo.rpo.repro.tuning --jobs 2 --out docs/tuning/rpo_quick.json
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["GRID", "TUNED", "TUNE_SEEDS", "WIDEN", "choices", "tune"]
+__all__ = ["GRID", "TUNED", "TUNE_SEEDS", "WIDEN", "choices", "tune", "widened"]
 
 #: one grid for every tuned arm (ratio about 3), spanning the rates the earlier pilots found
 #: useful for any arm (RPO 1e-2, SHAC 3e-2, naive 3e-3 / 1e-2) by a factor of 3 or more each way
@@ -37,10 +38,7 @@ _ENV = "pendulum"
 
 
 def _one(args) -> dict:
-    import torch
-
     arm, lr, seed = args
-    torch.set_num_threads(1)
     from optzoo._core.rng import derive_seed
     from optzoo.rpo.repro import SCALES, _env, _run_arm
 
@@ -100,9 +98,8 @@ def main(argv=None) -> None:
         rows = tune(grid, jobs=a.jobs, done=rows)
     chosen = choices(rows, grid)
     rpo = next(c.value for c in chosen if c.arm == "rpo")
-    rows = [r for r in rows if r["arm"] != "rpo_m1"] + tune((rpo,), arms=("rpo_m1",), jobs=a.jobs, done=rows)
+    rows = [r for r in rows if r["arm"] != "rpo_m1"] + tune((rpo,), arms=("rpo_m1",), jobs=a.jobs, done=done)
     rows.sort(key=lambda r: (r["arm"], r["lr"], r["seed"]))
-    chosen = choices(rows, grid)
     out.write_text(json.dumps({"scale": "quick", "env": _ENV, "grid": list(grid), "seeds": list(TUNE_SEEDS),
                                "rule": "highest mean AUC over the pilot seeds, ties to the first rate; a grid "
                                        "end chosen widens the grid once at that end for every arm",
