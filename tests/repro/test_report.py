@@ -2,7 +2,13 @@ import pytest
 
 from optzoo.repro.claim import Claim, PaperRun, Verdict
 from optzoo.repro.judging import judge
-from optzoo.repro.report import format_numbers, paper_summary, write_html, write_markdown
+from optzoo.repro.report import (
+    format_numbers,
+    paper_summary,
+    seeds_text,
+    write_html,
+    write_markdown,
+)
 
 CLAIM = Claim("finite_step", "Ends integral.", "log ratio", threshold=0.0)
 CHECK = Claim("invariant", "Weights sum to k.", "per seed", direction="all", kind="check")
@@ -89,6 +95,21 @@ def test_readme_verdict_column_is_updated(tmp_path):
                        headline=("a", "b"))
     assert update_readme_verdicts(readme, [run], "quick", full=[at_full])
     assert f"| {counts} (quick); headline at full: undecided |" in readme.read_text()
+    # a full run recorded in sittings (2 of its scale's 10 seeds) says its headline is interim
+    at_full.planned_seeds = 10
+    assert update_readme_verdicts(readme, [run], "quick", full=[at_full])
+    assert (f"| {counts} (quick); headline at full: undecided (interim: 2 of the scale's 10 seeds) |"
+            ) in readme.read_text()
+
+
+def test_summary_names_gaps_in_the_seeds_and_a_partial_run():
+    run = PaperRun("dks", "full", [0, 1, 2, 5, 7, 8], [{}] * 6, [Verdict("a", "inconclusive", "")])
+    assert seeds_text(run) == "seeds 0-2, 5, 7-8"
+    assert paper_summary(run).endswith("(full, seeds 0-2, 5, 7-8, units at unknown)")
+    run.planned_seeds = 10
+    assert seeds_text(run) == "seeds 0-2, 5, 7-8; interim: 6 of the scale's 10 seeds"
+    run.seeds, run.planned_seeds = [3], 1
+    assert seeds_text(run) == "seed 3"  # complete: no note
 
 
 

@@ -228,6 +228,7 @@ class PaperRun:
     threads: list[str] = field(default_factory=list)  # distinct threads the runner gave its units
     finished: list[str] = field(default_factory=list)  # when each unit finished (its record's time)
     environment: dict[str, Any] = field(default_factory=dict)  # the first unit's environment
+    planned_seeds: int | None = None  # the seed count of the scale's config (None: unknown)
 
     def of_kind(self, kind: str) -> list[Verdict]:
         return [v for v in self.verdicts if v.kind == kind]

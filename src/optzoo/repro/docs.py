@@ -34,6 +34,7 @@ from optzoo.repro.report import (
     RESULTS_END,
     paper_lines,
     paper_summary,
+    partial_note,
     verdict_counts,
     write_markdown,
 )
@@ -241,7 +242,10 @@ def update_readme_verdicts(readme: Path, runs: list[PaperRun], scale: str, *,
     if not readme.exists():
         return False
     by_slug = {r.slug: r for r in runs}
-    at_full = {r.slug: headline_status(r.verdicts, r.headline) for r in full}
+    at_full = {}
+    for r in full:  # a full run recorded in sittings says that its headline is interim
+        status, note = headline_status(r.verdicts, r.headline), partial_note(r)
+        at_full[r.slug] = f"{status} ({note})" if status and note else status
     lines = readme.read_text().splitlines()
     changed = False
     for i, line in enumerate(lines):

@@ -42,6 +42,7 @@ def judge_paper(slug: str, module: str, scale: str, records: list[dict[str, Any]
                    threads=_threads(records),
                    finished=[str(r.get("finished_at", "")) for r in records],
                    environment=dict((records[0].get("environment") or {}) if records else {}),
+                   planned_seeds=_planned_seeds(records),
                    figures=list(figures or []))
     if not per_seed:
         return run
@@ -78,6 +79,13 @@ def _threads(records: list[dict[str, Any]]) -> list[str]:
     """The distinct thread counts the runner gave a paper's units (their OMP_NUM_THREADS)."""
     found = {((r.get("environment") or {}).get("threads") or {}).get("OMP_NUM_THREADS") for r in records}
     return sorted(str(t) for t in found if t)
+
+
+def _planned_seeds(records: list[dict[str, Any]]) -> int | None:
+    """The seed count the scale's config asks for (the units' recorded config), if they agree."""
+    found = {(r.get("config") or {}).get("seeds") for r in records}
+    n = found.pop() if len(found) == 1 else None
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def _headline(slug: str) -> tuple[str, ...]:

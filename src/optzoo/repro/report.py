@@ -153,9 +153,32 @@ def paper_summary(run: PaperRun) -> str:
             if len(measured) < len(vs):
                 text += f" ({len(vs) - len(measured)} measured only at {_only_at([v for v in vs if not v.measured])})"
             parts.append(f"{label}: {text}")
-    seeds = f"seeds {run.seeds[0]}-{run.seeds[-1]}" if run.seeds else "no seeds"
     prov = ", ".join(run.provenance) or "unknown"
-    return f"{'; '.join(parts)} ({run.scale}, {seeds}, units at {prov})"
+    return f"{'; '.join(parts)} ({run.scale}, {seeds_text(run)}, units at {prov})"
+
+
+def partial_note(run: PaperRun) -> str | None:
+    """"k of N seeds" when a run has fewer finished seeds than its scale asks for (a full run
+    recorded in sittings): its verdicts are interim."""
+    if run.planned_seeds and len(run.seeds) < run.planned_seeds:
+        return f"interim: {len(run.seeds)} of the scale's {run.planned_seeds} seeds"
+    return None
+
+
+def seeds_text(run: PaperRun) -> str:
+    """The run's seeds as ranges ("seeds 0-7", "seeds 0-1, 5"), and whether the run is partial."""
+    if not run.seeds:
+        return "no seeds"
+    spans: list[list[int]] = []
+    for s in sorted(run.seeds):
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    text = ("seeds " if len(run.seeds) > 1 else "seed ") + ", ".join(
+        f"{a}-{b}" if b > a else f"{a}" for a, b in spans)
+    note = partial_note(run)
+    return f"{text}; {note}" if note else text
 
 
 def _control(v: Verdict, removes: bool = True) -> str:
