@@ -52,6 +52,10 @@ def test_reports_show_summary_kinds_errors_and_figures(tmp_path):
     html = write_html([run], tmp_path / "report.html", meta).read_text()
     assert "not reproduced" in html and "base64," in html and "ValueError: boom" in html
     assert "Checks of our implementation (not counted)" in html
+    # a run short of its scale's seeds says so next to its headline in the overview
+    run.headline, run.planned_seeds = ("finite_step",), 10
+    html = write_html([run], tmp_path / "report.html", meta).read_text()
+    assert "<td>not reproduced (interim: 5 of the scale&#x27;s 10 seeds)</td>" in html
 
 
 def test_forest_plot_is_drawn(tmp_path):

@@ -446,8 +446,11 @@ def _overview(runs: list[PaperRun]) -> str:
             cells = ["<span class='err'>judge failed</span>"]
         if not run.verdicts and not run.judge_error:
             cells = ["<span class='rule'>no finished units</span>"]
+        status = status or ('not named' if run.verdicts else '')
+        if status and partial_note(run):
+            status += f" ({partial_note(run)})"
         rows.append(f"<tr><td><a href='#{e(run.slug)}'>{e(run.slug)}</a></td><td>{''.join(cells)}</td>"
-                    f"<td>{e(status or ('not named' if run.verdicts else ''))}</td>"
+                    f"<td>{e(status)}</td>"
                     f"<td>{small['finding']}</td><td>{small['check']}</td></tr>")
     legend = ("<span class='c' style='background:#2da44e'></span> reproduced and survives its control "
               "<span class='c' style='background:#cf222e'></span> not reproduced "
