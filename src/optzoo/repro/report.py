@@ -446,7 +446,8 @@ def _overview(runs: list[PaperRun]) -> str:
             cells = ["<span class='err'>judge failed</span>"]
         if not run.verdicts and not run.judge_error:
             cells = ["<span class='rule'>no finished units</span>"]
-        status, note = status or ('not named' if run.verdicts else ''), partial_note(run)
+        status = status or ('not named' if run.verdicts else '')
+        note = partial_note(run)
         if status and note:
             status += f" ({note})"
         rows.append(f"<tr><td><a href='#{e(run.slug)}'>{e(run.slug)}</a></td><td>{''.join(cells)}</td>"
